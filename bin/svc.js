@@ -1,0 +1,10 @@
+#!/usr/bin/env node
+// Entry point of the `svc` command. Node >= 22.18 runs the TypeScript sources directly (type
+// stripping), so there is no build step; the version check keeps the error clear on older Node.
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 18)) {
+  console.error(`svc needs Node.js >= 22.18 (24 LTS preferred); this is ${process.version}.`);
+  process.exit(1);
+}
+const { main } = await import('../cli/main.ts');
+process.exitCode = await main(process.argv.slice(2));
