@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { SvcError, errorText } from '../lib/errors.ts';
 import { registerFrontendCommands } from './frontend.ts';
+import { registerLocalAgentCommands } from './agent-commands.ts';
 
 /**
  * The `svc` command. Each concern registers its subcommands from its own file; this file only
@@ -13,6 +14,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run svc --help for usage)')
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
   registerFrontendCommands(program);
+  registerLocalAgentCommands(program);
   return program;
 }
 

@@ -1,0 +1,325 @@
+import { parseBindAddress } from '../lib/config-reader.ts';
+import { parseDuration } from '../lib/duration.ts';
+import { badInput, errorText, notFound } from '../lib/errors.ts';
+import { compileGlob } from '../lib/glob.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { ShareRoute } from '../sidecar/config.ts';
+import type { ShareSource } from '../sidecar/share-source.ts';
+import { formatAddress, listenHandler, type RunningListener } from './backends/listener.ts';
+import { proxyBackend } from './backends/proxy.ts';
+import { webBackend } from './backends/web.ts';
+import { DEFAULT_HEALTHCHECK_TIMEOUT_MS, httpHealthCheck, type HealthCheckResult } from './healthcheck.ts';
+import { validateShareRequest, type ShareRequest } from './share-request.ts';
+import type { AccessRecord, AgentStore, ShareRecord } from './store.ts';
+import { newToken } from './token.ts';
+
+/** Share entry of the status response (seed: "Share entry (in the status response)"). */
+export interface ShareEntry {
+  token: string;
+  shareMode: string;
+  backendMode: string;
+  backendEndpoint: string;
+  frontendEndpoints: string[];
+}
+
+export interface AccessEntry {
+  token: string;
+  shareToken: string;
+  bindAddress: string;
+  endpoint: string;
+}
+
+export interface AgentStatus {
+  shares: ShareEntry[] | null;
+  accesses: AccessEntry[] | null;
+}
+
+export interface HealthCheckCall {
+  readonly shareToken: string;
+  readonly verb: string;
+  readonly path: string;
+  readonly expectedStatus: number;
+  readonly timeoutMs?: number;
+  readonly followRedirects?: boolean;
+}
+
+export interface AgentOptions {
+  readonly store: AgentStore;
+  readonly logger: Logger;
+  /** Providers configured on the frontend; a share may only name one of these. */
+  readonly providerNames: readonly string[];
+  /** Public URL of a share token (`http://<token>.<domain>:<port>`), once the frontend listens. */
+  publicUrl?: (token: string) => string;
+}
+
+interface LiveShare {
+  readonly record: ShareRecord;
+  /** Where the frontend and accesses send requests: the proxy target, or the web share's local listener. */
+  readonly backendUrl: URL;
+  readonly route: ShareRoute;
+  readonly listener?: RunningListener;
+}
+
+interface LiveAccess {
+  readonly record: AccessRecord;
+  readonly listener?: RunningListener;
+}
+
+/**
+ * The agent: holds the shares and accesses of this machine, runs their backends (a local listener
+ * per `web` share and per access), exposes the public ones to the frontend as a ShareSource, and runs
+ * health checks. Every change is written to the store before it is reported done, and `start`
+ * restores everything the store holds, so shares survive a restart. Changes are serialized.
+ */
+export class Agent {
+  private readonly shares = new Map<string, LiveShare>();
+  private readonly accesses = new Map<string, LiveAccess>();
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly options: AgentOptions;
+
+  constructor(options: AgentOptions) {
+    this.options = options;
+  }
+
+  setPublicUrl(publicUrl: (token: string) => string): void {
+    this.options.publicUrl = publicUrl;
+  }
+
+  /** Restores shares and accesses from the store. A share that cannot start is logged, kept, and retried next start. */
+  async start(): Promise<void> {
+    for (const record of await this.options.store.listShares()) {
+      try {
+        this.shares.set(record.token, await this.startShare(record));
+      } catch (err) {
+        this.options.logger.error({ share: record.token, err: errorText(err) }, 'cannot restore share');
+      }
+    }
+    for (const record of await this.options.store.listAccesses()) {
+      const share = this.shares.get(record.shareToken);
+      if (!share) continue;
+      try {
+        this.accesses.set(record.token, { record, listener: await this.startAccess(share, record.bindAddress) });
+      } catch (err) {
+        this.options.logger.error({ access: record.token, err: errorText(err) }, 'cannot restore access');
+        this.accesses.set(record.token, { record });
+      }
+    }
+    this.options.logger.info({ shares: this.shares.size, accesses: this.accesses.size }, 'agent state restored');
+  }
+
+  /** The public shares, as the frontend looks them up by host. Private shares are never listed. */
+  shareSource(): ShareSource {
+    const lookup = (token: string) => {
+      const live = this.shares.get(token);
+      return live && live.record.shareMode === 'public' ? live.route : undefined;
+    };
+    return { lookup, has: (token) => lookup(token) !== undefined };
+  }
+
+  share(body: ShareRequest): Promise<ShareEntry> {
+    return this.serialized(async () => {
+      const record = validateShareRequest(body, this.freshToken(), this.options.providerNames);
+      const live = await this.startShare(record);
+      try {
+        await this.options.store.createShare(record);
+      } catch (err) {
+        await live.listener?.close();
+        throw err;
+      }
+      this.shares.set(record.token, live);
+      this.options.logger.info(
+        { share: record.token, shareMode: record.shareMode, backendMode: record.backendMode },
+        'share created',
+      );
+      return this.shareEntry(live);
+    });
+  }
+
+  unshare(token: string): Promise<{ removedAccesses: string[] }> {
+    return this.serialized(async () => {
+      const live = this.shares.get(token);
+      if (!live) throw notFound(`unknown share token ${JSON.stringify(token)}`, 'unknown_share');
+      await this.options.store.deleteShare(token);
+      this.shares.delete(token);
+      await live.listener?.close();
+      const removedAccesses: string[] = [];
+      for (const [accessToken, access] of this.accesses) {
+        if (access.record.shareToken !== token) continue;
+        this.accesses.delete(accessToken);
+        await access.listener?.close();
+        removedAccesses.push(accessToken);
+      }
+      this.options.logger.info({ share: token, removedAccesses: removedAccesses.length }, 'share removed');
+      return { removedAccesses };
+    });
+  }
+
+  /** Creates a private access: a listener at `bind` (default 127.0.0.1 on a free port) forwarding to the share. */
+  access(shareToken: string, bind: string | undefined): Promise<AccessEntry> {
+    return this.serialized(async () => {
+      const share = this.shares.get(shareToken);
+      if (!share) throw notFound(`unknown share token ${JSON.stringify(shareToken)}`, 'unknown_share');
+      if (share.record.shareMode !== 'private') {
+        throw badInput(
+          `share ${shareToken} is public: reach it at ${this.frontendEndpoints(share.record).join(', ')}`,
+          'not_private',
+        );
+      }
+      const listener = await this.startAccess(share, bind ?? '127.0.0.1:0');
+      const record: AccessRecord = {
+        token: this.freshToken(),
+        shareToken,
+        bindAddress: formatAddress(listener),
+        createdAt: new Date().toISOString(),
+      };
+      try {
+        await this.options.store.createAccess(record);
+      } catch (err) {
+        await listener.close();
+        throw err;
+      }
+      this.accesses.set(record.token, { record, listener });
+      this.options.logger.info(
+        { access: record.token, share: shareToken, bindAddress: record.bindAddress },
+        'access created',
+      );
+      return accessEntry(record);
+    });
+  }
+
+  unaccess(token: string): Promise<void> {
+    return this.serialized(async () => {
+      const live = this.accesses.get(token);
+      if (!live) throw notFound(`unknown access token ${JSON.stringify(token)}`, 'unknown_access');
+      await this.options.store.deleteAccess(token);
+      this.accesses.delete(token);
+      await live.listener?.close();
+      this.options.logger.info({ access: token }, 'access removed');
+    });
+  }
+
+  status(): AgentStatus {
+    const shares = [...this.shares.values()].map((s) => this.shareEntry(s));
+    const accesses = [...this.accesses.values()].map((a) => accessEntry(a.record));
+    return { shares: shares.length ? shares : null, accesses: accesses.length ? accesses : null };
+  }
+
+  /** Health check of a proxy share's target (seed: "Health check rules"). */
+  async healthCheck(call: HealthCheckCall): Promise<HealthCheckResult> {
+    const live = this.shares.get(call.shareToken);
+    if (!live) throw notFound(`unknown share token ${JSON.stringify(call.shareToken)}`, 'unknown_share');
+    if (live.record.backendMode !== 'proxy') {
+      throw badInput(
+        `share ${call.shareToken} has backend mode ${live.record.backendMode}; health checks exist only for proxy backends`,
+        'healthcheck_unsupported',
+      );
+    }
+    if (!Number.isInteger(call.expectedStatus) || call.expectedStatus < 100 || call.expectedStatus > 599) {
+      throw badInput(
+        `expected status must be an HTTP status code (100-599), got ${JSON.stringify(call.expectedStatus)}`,
+      );
+    }
+    return httpHealthCheck({
+      target: live.backendUrl,
+      verb: call.verb,
+      path: call.path,
+      expectedStatus: call.expectedStatus,
+      timeoutMs: call.timeoutMs ?? DEFAULT_HEALTHCHECK_TIMEOUT_MS,
+      followRedirects: call.followRedirects ?? false,
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.queue.catch(() => undefined);
+    for (const a of this.accesses.values()) await a.listener?.close();
+    for (const s of this.shares.values()) await s.listener?.close();
+    this.accesses.clear();
+    this.shares.clear();
+  }
+
+  private async startShare(record: ShareRecord): Promise<LiveShare> {
+    let listener: RunningListener | undefined;
+    let backendUrl: URL;
+    if (record.backendMode === 'web') {
+      const handler = webBackend({
+        root: record.target,
+        listing: record.webListing ?? false,
+        logger: this.options.logger,
+      });
+      listener = await listenHandler(handler, { host: '127.0.0.1', port: 0 });
+      backendUrl = new URL(`http://127.0.0.1:${listener.port}/`);
+    } else {
+      backendUrl = new URL(record.target);
+    }
+    const oauth = record.oauth
+      ? {
+          provider: record.oauth.provider,
+          emailPatterns: record.oauth.emailAddressPatterns.map((p) => compileGlob(p)),
+          checkIntervalMs: parseDuration(record.oauth.checkInterval) ?? 3 * 3_600_000,
+        }
+      : undefined;
+    const route: ShareRoute = { token: record.token, target: backendUrl, ...(oauth ? { oauth } : {}) };
+    return { record, backendUrl, route, ...(listener ? { listener } : {}) };
+  }
+
+  private async startAccess(share: LiveShare, bind: string): Promise<RunningListener> {
+    const address = parseBindAddress(bind);
+    if (!address)
+      throw badInput(
+        `bind address must be ip:port (for example 127.0.0.1:9191), got ${JSON.stringify(bind)}`,
+        'invalid_bind',
+      );
+    const handler = proxyBackend({ target: share.backendUrl, identityHeaders: 'strip', logger: this.options.logger });
+    try {
+      return await listenHandler(handler, address);
+    } catch (err) {
+      handler.close();
+      throw err;
+    }
+  }
+
+  private shareEntry(live: LiveShare): ShareEntry {
+    return {
+      token: live.record.token,
+      shareMode: live.record.shareMode,
+      backendMode: live.record.backendMode,
+      backendEndpoint: live.record.target,
+      frontendEndpoints: this.frontendEndpoints(live.record),
+    };
+  }
+
+  private frontendEndpoints(record: ShareRecord): string[] {
+    if (record.shareMode !== 'public' || !this.options.publicUrl) return [];
+    return [this.options.publicUrl(record.token)];
+  }
+
+  private freshToken(): string {
+    for (;;) {
+      const token = newToken();
+      if (!this.shares.has(token) && !this.accesses.has(token)) return token;
+    }
+  }
+
+  private serialized<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(work, work);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+}
+
+function accessEntry(record: AccessRecord): AccessEntry {
+  return {
+    token: record.token,
+    shareToken: record.shareToken,
+    bindAddress: record.bindAddress,
+    endpoint: `http://${endpointHost(record.bindAddress)}`,
+  };
+}
+
+/** An access bound to a wildcard address is reached on loopback from this machine. */
+function endpointHost(bindAddress: string): string {
+  const parsed = parseBindAddress(bindAddress);
+  if (!parsed) return bindAddress;
+  const host = parsed.host === '0.0.0.0' ? '127.0.0.1' : parsed.host === '::' ? '::1' : parsed.host;
+  return formatAddress({ host, port: parsed.port });
+}

@@ -1,0 +1,65 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigReader } from '../lib/config-reader.ts';
+import { readOAuth, type OAuthConfig } from '../sidecar/config.ts';
+import type { ListenAddress } from './serve-config.ts';
+
+export const DEV_PROVIDER = 'dev';
+
+/**
+ * The ready OAuth section of `svc serve --dev`: one `oidc` provider named `dev` (the bundled
+ * development identity provider), the callback host `auth.<domain>` on the frontend's port, cookie
+ * domain `<domain>`. The keys are random per data directory and kept in `dev-keys.json` (0600), so
+ * a restart keeps visitors logged in. Built through `readOAuth`, the same validation as a file.
+ */
+export function devOAuthConfig(
+  dataDir: string,
+  listen: ListenAddress,
+  domain: string,
+  idp: { issuer: URL; clientId: string; clientSecret: string },
+): OAuthConfig {
+  const keys = devKeys(dataDir);
+  const r = new ConfigReader();
+  const oauth = readOAuth(r, {
+    bind_address: `${listen.host}:${listen.port}`,
+    endpoint_url: `http://auth.${domain}:${listen.port}`,
+    cookie_name: 'svc-auth-session',
+    cookie_domain: domain,
+    session_lifetime: '24h',
+    intermediate_lifetime: '5m',
+    signing_key: keys.signing_key,
+    encryption_key: keys.encryption_key,
+    providers: [
+      {
+        name: DEV_PROVIDER,
+        type: 'oidc',
+        client_id: idp.clientId,
+        client_secret: idp.clientSecret,
+        scopes: ['openid', 'email', 'profile'],
+        issuer: idp.issuer.href,
+        supports_pkce: true,
+      },
+    ],
+  });
+  r.finish('the --dev configuration');
+  return oauth as OAuthConfig;
+}
+
+function devKeys(dataDir: string): { signing_key: string; encryption_key: string } {
+  const path = join(dataDir, 'dev-keys.json');
+  try {
+    const keys = JSON.parse(readFileSync(path, 'utf8')) as { signing_key?: unknown; encryption_key?: unknown };
+    if (typeof keys.signing_key === 'string' && typeof keys.encryption_key === 'string') {
+      return { signing_key: keys.signing_key, encryption_key: keys.encryption_key };
+    }
+  } catch {
+    // First start in this data directory: make keys below.
+  }
+  const keys = {
+    signing_key: randomBytes(32).toString('base64url'),
+    encryption_key: randomBytes(32).toString('base64url'),
+  };
+  writeFileSync(path, `${JSON.stringify(keys)}\n`, { mode: 0o600 });
+  return keys;
+}

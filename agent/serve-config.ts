@@ -1,0 +1,85 @@
+import { ConfigReader, join, loadYamlFile } from '../lib/config-reader.ts';
+import { readOAuth, type OAuthConfig } from '../sidecar/config.ts';
+
+export interface ListenAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** Settings of `svc serve` (docs/agent.md, "Configuration"). */
+export interface ServeConfig {
+  readonly dataDir?: string;
+  readonly frontend: {
+    /** Where the public frontend listens. */
+    readonly listen: ListenAddress;
+    /** Share hosts are `<token>.<domain>`. */
+    readonly domain: string;
+    /** Scheme and port of emitted share URLs; absent means `http` and the port actually listened on. */
+    readonly endpointUrl?: URL;
+    readonly metricsListen?: ListenAddress;
+  };
+  readonly oauth?: OAuthConfig;
+}
+
+export const DEFAULT_DOMAIN = 'svc.localhost';
+export const DEFAULT_LISTEN: ListenAddress = { host: '127.0.0.1', port: 8080 };
+
+const TOP_KEYS = ['data_dir', 'frontend', 'oauth'];
+const FRONTEND_KEYS = ['listen', 'domain', 'endpoint_url', 'metrics_listen'];
+const DOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+export function loadServeConfig(path: string): ServeConfig {
+  return parseServeConfig(loadYamlFile(path) ?? {}, path);
+}
+
+/**
+ * Validates a serve config, reporting every problem at once. With an `oauth` section the frontend's
+ * listen address, share domain and public URL come from `oauth.bind_address`, `oauth.cookie_domain`
+ * and `oauth.endpoint_url` (the frontend serves shares at `<token>.<cookie_domain>`), so they cannot
+ * disagree; `frontend.listen`, `frontend.domain` and `frontend.endpoint_url` are then refused.
+ */
+export function parseServeConfig(doc: unknown, source = 'serve config'): ServeConfig {
+  const r = new ConfigReader();
+  const top = r.object(doc, '(document)') ?? {};
+  r.unknownKeys(top, '', TOP_KEYS);
+  const dataDir = r.string(top, 'data_dir', '', { required: false });
+  const oauth = top.oauth === undefined || top.oauth === null ? undefined : readOAuth(r, top.oauth);
+  const f = r.object(top.frontend, 'frontend', { required: false }) ?? {};
+  r.unknownKeys(f, 'frontend', FRONTEND_KEYS);
+  const hasOAuth = top.oauth !== undefined && top.oauth !== null;
+  if (hasOAuth) {
+    const from = { listen: 'bind_address', domain: 'cookie_domain', endpoint_url: 'endpoint_url' } as const;
+    for (const [key, oauthKey] of Object.entries(from)) {
+      if (f[key] !== undefined)
+        r.problem(join('frontend', key), `comes from oauth.${oauthKey} when an oauth section is present; remove it`);
+    }
+  }
+  const listen = !hasOAuth && f.listen !== undefined ? r.bindAddress(f, 'listen', 'frontend') : undefined;
+  const domain = !hasOAuth ? r.string(f, 'domain', 'frontend', { required: false })?.toLowerCase() : undefined;
+  if (domain !== undefined && !DOMAIN.test(domain)) {
+    r.problem('frontend.domain', `must be a DNS domain such as share.example.com, got ${JSON.stringify(domain)}`);
+  }
+  const endpointUrl = !hasOAuth && f.endpoint_url !== undefined ? r.url(f, 'endpoint_url', 'frontend') : undefined;
+  if (endpointUrl && (endpointUrl.pathname !== '/' || endpointUrl.search || endpointUrl.hash || endpointUrl.username)) {
+    r.problem('frontend.endpoint_url', 'must be a base URL without path, query, fragment or credentials');
+  }
+  const metricsListen = f.metrics_listen !== undefined ? r.bindAddress(f, 'metrics_listen', 'frontend') : undefined;
+  r.finish(source);
+  return {
+    ...(dataDir ? { dataDir } : {}),
+    frontend: {
+      listen: oauth?.bindAddress ?? listen ?? DEFAULT_LISTEN,
+      domain: oauth?.cookieDomain ?? domain ?? DEFAULT_DOMAIN,
+      ...(oauth ? { endpointUrl: oauth.endpointUrl } : endpointUrl ? { endpointUrl } : {}),
+      ...(metricsListen ? { metricsListen } : {}),
+    },
+    ...(oauth ? { oauth } : {}),
+  };
+}
+
+/** The public URL of a share: `<scheme>://<token>.<domain>[:<port>]`. */
+export function shareUrl(token: string, domain: string, base: { protocol: string; port: number | string }): string {
+  const url = new URL(`${base.protocol}//${token}.${domain}`);
+  url.port = String(base.port);
+  return url.origin;
+}

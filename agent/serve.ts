@@ -1,0 +1,149 @@
+import { mkdirSync } from 'node:fs';
+import { parseBindAddress } from '../lib/config-reader.ts';
+import { SvcError, badInput } from '../lib/errors.ts';
+import { createLogger, type Logger } from '../lib/logger.ts';
+import type { OAuthConfig } from '../sidecar/config.ts';
+import { Agent } from './agent.ts';
+import { formatAddress } from './backends/listener.ts';
+import { resolveDataDir, socketPath } from './data-dir.ts';
+import { DEV_PROVIDER, devOAuthConfig } from './dev.ts';
+import { FileStore } from './file-store.ts';
+import { assertNotRunning, startLocalApi } from './local-api.ts';
+import { loadServeConfig, parseServeConfig, shareUrl } from './serve-config.ts';
+
+export interface ServeOptions {
+  readonly config?: string;
+  readonly dev?: boolean;
+  readonly dataDir?: string;
+  /** Overrides the frontend listen address (`--listen`). */
+  readonly listen?: string;
+}
+
+export interface RunningServe {
+  readonly dataDir: string;
+  readonly socketPath: string;
+  readonly frontendPort: number;
+  readonly frontendUrl: (token: string) => string;
+  readonly devLoginUrl?: string;
+  close(): Promise<void>;
+}
+
+/**
+ * `svc serve`: the single-machine service in one process: the agent (shares, their backends,
+ * health checks) with its state in the data directory, the agent's local API for the CLI (a Unix
+ * socket in the data directory), and the public frontend reading the agent's live share table.
+ * With `--dev`, the bundled development identity provider and a ready `oauth` section too.
+ * Parse config -> validate -> build -> start; anything started is closed again when a later step fails.
+ */
+export async function startServe(options: ServeOptions, logger: Logger): Promise<RunningServe> {
+  const config = options.config ? loadServeConfig(options.config) : parseServeConfig({});
+  const dataDir = resolveDataDir(options.dataDir, config.dataDir);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const socket = socketPath(dataDir);
+  await assertNotRunning(socket);
+  const listen = options.listen ? parseListen(options.listen) : config.frontend.listen;
+  const domain = config.frontend.domain;
+
+  const cleanups: (() => Promise<void>)[] = [];
+  const close = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  };
+  try {
+    let oauth: OAuthConfig | undefined = config.oauth;
+    let devLoginUrl: string | undefined;
+    const bound: { endpoint?: URL } = {};
+    if (options.dev) {
+      if (config.oauth)
+        throw badInput('--dev brings its own oauth section: remove oauth from the config file or drop --dev');
+      const { startDevIdentityProvider } = await import('../sidecar/dev-idp.ts');
+      // The redirect URI names the frontend's port, known once it listens (port 0 is allowed).
+      const idp = await startDevIdentityProvider({
+        port: 0,
+        redirectUris: () => (bound.endpoint ? [new URL(`/${DEV_PROVIDER}/auth/callback`, bound.endpoint).href] : []),
+      });
+      cleanups.push(() => idp.close());
+      oauth = devOAuthConfig(dataDir, listen, domain, idp);
+      devLoginUrl = idp.issuer.href;
+    }
+
+    const store = new FileStore(dataDir);
+    const agent = new Agent({ store, logger, providerNames: oauth?.providers.map((p) => p.name) ?? [] });
+    await agent.start();
+    cleanups.push(() => agent.close());
+
+    const configured = oauth?.endpointUrl ?? config.frontend.endpointUrl;
+    const { startFrontend } = await import('../sidecar/frontend.ts');
+    const frontend = await startFrontend({
+      listen,
+      // Without a configured URL (or in --dev with port 0) the public URL names the bound port.
+      endpointUrl:
+        configured && !(options.dev && listen.port === 0)
+          ? configured
+          : (port) => new URL(`http://${options.dev ? `auth.${domain}` : domain}:${port}`),
+      domain,
+      ...(oauth ? { oauth } : {}),
+      shares: agent.shareSource(),
+      logger,
+      ...(config.frontend.metricsListen ? { metricsListen: config.frontend.metricsListen } : {}),
+    });
+    cleanups.push(() => frontend.close());
+    bound.endpoint = frontend.endpointUrl;
+    const base = { protocol: frontend.endpointUrl.protocol, port: frontend.endpointUrl.port };
+    const frontendUrl = (token: string) => shareUrl(token, domain, base);
+    agent.setPublicUrl(frontendUrl);
+
+    const api = await startLocalApi(agent, socket, logger);
+    cleanups.push(() => api.close());
+    logger.info(
+      { dataDir, frontend: formatAddress({ host: listen.host, port: frontend.port }), domain, oauth: Boolean(oauth) },
+      'svc serve ready',
+    );
+    return {
+      dataDir,
+      socketPath: socket,
+      frontendPort: frontend.port,
+      frontendUrl,
+      ...(devLoginUrl ? { devLoginUrl } : {}),
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** Runs `svc serve` until SIGINT/SIGTERM; prints where everything is to stdout once ready. */
+export async function runServe(options: ServeOptions): Promise<void> {
+  const logger = createLogger('svc-serve');
+  const running = await startServe(options, logger);
+  const lines = [
+    'svc serve is ready',
+    `  frontend:  listening on port ${running.frontendPort}; shares at ${running.frontendUrl('token').replace('//token.', '//<token>.')}`,
+    `  local API: unix:${running.socketPath}`,
+    `  data dir:  ${running.dataDir}`,
+    ...(running.devLoginUrl ? [`  dev login: provider "dev" at ${running.devLoginUrl} (any email address)`] : []),
+    '  next:      svc share public http://127.0.0.1:3000',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      logger.info('svc serve stopping');
+      running.close().then(resolve, resolve);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+}
+
+function parseListen(text: string): { host: string; port: number } {
+  const parsed = parseBindAddress(text);
+  if (!parsed)
+    throw new SvcError(
+      'invalid_input',
+      `--listen: must be ip:port (for example 127.0.0.1:8080), got ${JSON.stringify(text)}`,
+      { status: 400 },
+    );
+  return parsed;
+}
