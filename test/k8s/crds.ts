@@ -1,13 +1,7 @@
 import { readFile } from 'node:fs/promises';
-import {
-  ApiextensionsV1Api,
-  KubernetesObjectApi,
-  PatchStrategy,
-  type KubeConfig,
-  type KubernetesObject,
-  type V1CustomResourceDefinition,
-} from '@kubernetes/client-node';
+import { ApiextensionsV1Api, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { serverSideApply } from './raw.ts';
 
 /** Every non-empty YAML document in `path`, parsed. */
 export async function readManifests(path: string): Promise<KubernetesObject[]> {
@@ -21,20 +15,19 @@ export async function readManifests(path: string): Promise<KubernetesObject[]> {
  * `kubectl wait --for condition=established` do.
  */
 export async function applyCrds(kubeConfig: KubeConfig, paths: string[], timeoutMs = 60_000): Promise<string[]> {
-  const objects = kubeConfig.makeApiClient(KubernetesObjectApi);
   const ext = kubeConfig.makeApiClient(ApiextensionsV1Api);
   const names: string[] = [];
   for (const path of paths) {
     for (const manifest of await readManifests(path)) {
       if (manifest.kind !== 'CustomResourceDefinition') throw new Error(`${path}: not a CustomResourceDefinition`);
-      await objects.patch(manifest, undefined, undefined, 'svc-envtest', true, PatchStrategy.ServerSideApply);
+      await serverSideApply(kubeConfig, manifest);
       names.push(manifest.metadata?.name ?? '');
     }
   }
   const deadline = Date.now() + timeoutMs;
   for (const name of names) {
     for (;;) {
-      const crd: V1CustomResourceDefinition = await ext.readCustomResourceDefinition({ name });
+      const crd = await ext.readCustomResourceDefinition({ name });
       const established = crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
       if (established) break;
       if (Date.now() > deadline) throw new Error(`CRD ${name} not Established after ${timeoutMs} ms`);
