@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { SvcError, errorText } from '../lib/errors.ts';
 import { registerFrontendCommands } from './frontend.ts';
+import { registerOperatorCommands } from './operator.ts';
 import { registerLocalAgentCommands } from './agent-commands.ts';
 
 /**
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run svc --help for usage)')
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
   registerFrontendCommands(program);
+  registerOperatorCommands(program);
   registerLocalAgentCommands(program);
   return program;
 }

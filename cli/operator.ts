@@ -1,0 +1,41 @@
+import type { Command } from 'commander';
+
+/** `svc operator`: parse flags → validate → build → start; runs until SIGTERM/SIGINT. */
+export function registerOperatorCommands(program: Command): void {
+  program
+    .command('operator')
+    .description('run the Kubernetes operator (reconciles Share and Access objects into pods, Services and Ingresses)')
+    .requiredOption('--namespace-scope <ns|all>', 'namespace to watch, or "all"')
+    .requiredOption(
+      '--frontend-secret <ns/name>',
+      "the installation's frontend Secret (key oauth.yaml: the oauth: section)",
+    )
+    .requiredOption('--share-domain <domain>', 'share hosts are <token>.<domain>')
+    .requiredOption('--image <image>', 'the svc container image share and access pods run')
+    .option('--leader-elect', 'elect a leader on a coordination.k8s.io Lease (run several replicas)', false)
+    .option('--metrics-listen <ip:port>', 'listener for /healthz, /readyz and /metrics', '0.0.0.0:8080')
+    .option(
+      '--auth-secret <ns/name>',
+      "the auth endpoint's config Secret to maintain (default <release>-auth-frontend beside the frontend Secret)",
+    )
+    .option('--concurrency <n>', 'reconciles running at once per kind', '4')
+    .action(async (flags: Record<string, string | boolean | undefined>) => {
+      const { parseOperatorFlags } = await import('../operator/options.ts');
+      const options = parseOperatorFlags(flags);
+      const { KubeConfig } = await import('@kubernetes/client-node');
+      const { startOperator } = await import('../operator/operator.ts');
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromDefault();
+      const operator = await startOperator({ ...options, kubeConfig });
+      await new Promise<void>((resolve) => {
+        const stop = (): void => {
+          process.off('SIGTERM', stop);
+          process.off('SIGINT', stop);
+          resolve();
+        };
+        process.on('SIGTERM', stop);
+        process.on('SIGINT', stop);
+      });
+      await operator.close();
+    });
+}

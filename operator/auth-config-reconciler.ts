@@ -1,0 +1,87 @@
+import { stringify as toYaml } from 'yaml';
+import type { Logger } from '../lib/logger.ts';
+import type { Caches, InstallationView } from './caches.ts';
+import type { ReconcileResult, Reconciler } from './controller.ts';
+import type { Installation } from './installation.ts';
+import type { KubeClient } from './kube-client.ts';
+import { FRONTEND_CONFIG_FILE, FRONTEND_METRICS_PORT } from './pod.ts';
+import { MANAGED_BY, MANAGED_BY_LABEL, SECRETS, resourcePath, type KubeObject } from './resources.ts';
+import { childName, shareEntry, validateShare, type ValidShare } from './share-children.ts';
+
+/** The single work-queue key of the auth-endpoint config. */
+export const AUTH_CONFIG_KEY = '/auth-frontend';
+
+/**
+ * The config of the installation's auth endpoint (`<release>-auth` Deployment running `svc
+ * frontend`, serving `endpoint_url`'s host: OAuth callbacks and logout): the installation's
+ * `oauth:` section plus every valid OAuth share, targeting the share's in-cluster Service.
+ */
+export function authFrontendConfig(installation: Installation, shares: readonly ValidShare[]): Record<string, unknown> {
+  const entries = shares
+    .filter((s) => s.oauth)
+    .sort((a, b) => a.token.localeCompare(b.token))
+    .map((s) => shareEntry(s, `http://${childName(s.name)}.${s.namespace}.svc:80`));
+  return { oauth: installation.section, shares: entries, metrics_address: `0.0.0.0:${FRONTEND_METRICS_PORT}` };
+}
+
+export interface AuthConfigReconcilerDeps {
+  readonly client: KubeClient;
+  readonly caches: Caches;
+  readonly installation: InstallationView;
+  readonly logger: Logger;
+  /** Where the auth endpoint's config Secret lives (the release namespace). */
+  readonly secret: { namespace: string; name: string };
+}
+
+/** Keeps the auth-endpoint config Secret listing every OAuth share; applies only on change. */
+export class AuthConfigReconciler implements Reconciler {
+  readonly kind = 'AuthConfig';
+  private readonly deps: AuthConfigReconcilerDeps;
+  private lastApplied: string | undefined;
+
+  constructor(deps: AuthConfigReconcilerDeps) {
+    this.deps = deps;
+  }
+
+  /** Forget what was applied (on gaining leadership: another replica may have written since). */
+  reset(): void {
+    this.lastApplied = undefined;
+  }
+
+  async reconcile(): Promise<ReconcileResult> {
+    const install = this.deps.installation.current();
+    if (!install?.ok) return { result: 'waiting' };
+    const shares: ValidShare[] = [];
+    const seen = new Set<string>();
+    const ordered = this.deps.caches.shares.list().filter((s) => s.spec?.oauth && !s.metadata.deletionTimestamp);
+    ordered.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''));
+    for (const share of ordered) {
+      const v = validateShare(share, install.installation);
+      if (v.ok && !seen.has(v.share.token)) {
+        seen.add(v.share.token);
+        shares.push(v.share);
+      }
+    }
+    const config = toYaml(authFrontendConfig(install.installation, shares));
+    if (config === this.lastApplied) return { result: 'success' };
+    const { namespace, name } = this.deps.secret;
+    const secret: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name,
+        namespace,
+        labels: { [MANAGED_BY_LABEL]: MANAGED_BY, 'app.kubernetes.io/component': 'auth-frontend' },
+      },
+      type: 'Opaque',
+      data: { [FRONTEND_CONFIG_FILE]: Buffer.from(config).toString('base64') },
+    };
+    await this.deps.client.apply(resourcePath(SECRETS, namespace, name), secret);
+    this.lastApplied = config;
+    this.deps.logger.info(
+      { secret: `${namespace}/${name}`, oauthShares: shares.length },
+      'auth endpoint config updated',
+    );
+    return { result: 'success' };
+  }
+}

@@ -1,0 +1,231 @@
+import type { Logger } from '../lib/logger.ts';
+import { errorText } from '../lib/errors.ts';
+import { backoffDelay, type BackoffPolicy } from './backoff.ts';
+import { KubeApiError, isGone, type KubeClient } from './kube-client.ts';
+import { objectKey, type KubeList, type KubeObject, type WatchEvent } from './resources.ts';
+
+type Query = Record<string, string | number | boolean | undefined>;
+
+/** Where an informer lists and watches; the API client in production, a scripted source in unit tests. */
+export interface ListWatchSource {
+  list(query: Query): Promise<KubeList<KubeObject>>;
+  watch(query: Query, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void>;
+}
+
+export function apiSource(client: KubeClient, path: string): ListWatchSource {
+  return {
+    list: (query) => client.list(path, query),
+    watch: (query, onEvent, signal) => client.watch(path, query, onEvent, signal),
+  };
+}
+
+export interface InformerHandlers<T extends KubeObject> {
+  onAdd?(obj: T): void;
+  onUpdate?(oldObj: T, newObj: T): void;
+  onDelete?(obj: T): void;
+}
+
+export type RestartReason = 'gone' | 'error' | 'closed';
+
+export interface InformerOptions {
+  readonly name: string;
+  readonly source: ListWatchSource;
+  readonly logger: Logger;
+  readonly labelSelector?: string;
+  readonly fieldSelector?: string;
+  /** Delay between failed attempts (list or watch): exponential, capped, jittered. */
+  readonly backoff?: BackoffPolicy;
+  /** Server-side watch timeout; a random value in [min, 2*min) spreads reconnects out. */
+  readonly watchTimeoutSeconds?: number;
+  /** A watch that ends cleanly sooner than this without any event counts as a failure (no tight loop). */
+  readonly minWatchMs?: number;
+  readonly pageSize?: number;
+  readonly onRestart?: (reason: RestartReason) => void;
+  readonly random?: () => number;
+}
+
+const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 1000, maxMs: 30_000 };
+
+/**
+ * A list+watch cache of one resource (client-go's reflector + store). It lists (in pages), then
+ * watches from the list's resourceVersion with bookmarks; a watch that ends is resumed from the last
+ * seen resourceVersion; `410 Gone` (expired resourceVersion) forces a relist whose differences are
+ * delivered as add/update/delete; every other error is retried with jittered exponential backoff.
+ * It never gives up and never exits the process: an API-server outage just means retries.
+ */
+export class Informer<T extends KubeObject = KubeObject> {
+  private readonly options: InformerOptions;
+  private readonly cache = new Map<string, T>();
+  private readonly handlers: InformerHandlers<T>[] = [];
+  private readonly abort = new AbortController();
+  private resourceVersion = '';
+  private synced = false;
+  private failures = 0;
+  private loop: Promise<void> | undefined;
+  private wakeSleep: (() => void) | undefined;
+
+  constructor(options: InformerOptions) {
+    this.options = options;
+  }
+
+  on(handlers: InformerHandlers<T>): void {
+    this.handlers.push(handlers);
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.wakeSleep?.();
+    await this.loop;
+  }
+
+  /** True once the first list has filled the cache. */
+  get hasSynced(): boolean {
+    return this.synced;
+  }
+
+  get(namespace: string | undefined, name: string): T | undefined {
+    return this.cache.get(`${namespace ?? ''}/${name}`);
+  }
+
+  list(): T[] {
+    return [...this.cache.values()];
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+
+  private async run(): Promise<void> {
+    const { logger } = this.options;
+    while (!this.abort.signal.aborted) {
+      try {
+        if (!this.resourceVersion) await this.relist();
+        await this.watchOnce();
+      } catch (err) {
+        if (this.abort.signal.aborted) break;
+        const gone = isGone(err);
+        if (gone) this.resourceVersion = '';
+        this.failures++;
+        const delay = backoffDelay(this.options.backoff ?? DEFAULT_BACKOFF, this.failures, this.options.random);
+        this.options.onRestart?.(gone ? 'gone' : 'error');
+        const log =
+          this.failures <= 3 || this.failures % 10 === 0 ? logger.warn.bind(logger) : logger.debug.bind(logger);
+        log(
+          { informer: this.options.name, failures: this.failures, retryInMs: delay, gone },
+          `watch failed, retrying: ${errorText(err)}`,
+        );
+        await this.sleep(delay);
+      }
+    }
+  }
+
+  private selectors(): Query {
+    return { labelSelector: this.options.labelSelector, fieldSelector: this.options.fieldSelector };
+  }
+
+  private async relist(): Promise<void> {
+    const items: T[] = [];
+    let continueToken: string | undefined;
+    let resourceVersion: string;
+    do {
+      const page = await this.options.source.list({
+        ...this.selectors(),
+        limit: this.options.pageSize ?? 500,
+        continue: continueToken,
+      });
+      items.push(...(page.items as T[]));
+      continueToken = page.metadata.continue || undefined;
+      resourceVersion = page.metadata.resourceVersion ?? '';
+    } while (continueToken);
+    const fresh = new Map(items.map((item) => [objectKey(item), item]));
+    for (const [key, old] of this.cache) {
+      if (!fresh.has(key)) {
+        this.cache.delete(key);
+        this.emit((h) => h.onDelete?.(old));
+      }
+    }
+    for (const [key, item] of fresh) this.upsert(key, item);
+    this.resourceVersion = resourceVersion;
+    this.synced = true;
+  }
+
+  private async watchOnce(): Promise<void> {
+    const started = Date.now();
+    let events = 0;
+    const min = this.options.watchTimeoutSeconds ?? 300;
+    const random = this.options.random ?? Math.random;
+    const query: Query = {
+      ...this.selectors(),
+      resourceVersion: this.resourceVersion,
+      allowWatchBookmarks: true,
+      timeoutSeconds: Math.floor(min + min * random()),
+    };
+    await this.options.source.watch(
+      query,
+      (event) => {
+        events++;
+        this.handleEvent(event);
+      },
+      this.abort.signal,
+    );
+    if (events === 0 && Date.now() - started < (this.options.minWatchMs ?? 1000)) {
+      throw new KubeApiError(0, 'WatchClosedEarly', 'watch ended immediately without events');
+    }
+    this.failures = 0;
+    this.options.onRestart?.('closed');
+  }
+
+  private handleEvent(event: WatchEvent): void {
+    const obj = event.object;
+    if (event.type === 'ERROR') {
+      const code = obj.code ?? 500;
+      throw new KubeApiError(code, obj.reason ?? 'WatchError', `watch error: ${obj.message ?? code}`);
+    }
+    const rv = obj.metadata?.resourceVersion;
+    if (event.type !== 'BOOKMARK') {
+      const key = objectKey(obj);
+      if (event.type === 'DELETED') {
+        const old = this.cache.get(key);
+        this.cache.delete(key);
+        this.emit((h) => h.onDelete?.((old ?? obj) as T));
+      } else {
+        this.upsert(key, obj as T);
+      }
+    }
+    if (rv) this.resourceVersion = rv;
+    this.failures = 0;
+  }
+
+  private upsert(key: string, obj: T): void {
+    const old = this.cache.get(key);
+    this.cache.set(key, obj);
+    if (!old) this.emit((h) => h.onAdd?.(obj));
+    else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.emit((h) => h.onUpdate?.(old, obj));
+  }
+
+  private emit(call: (h: InformerHandlers<T>) => void): void {
+    for (const h of this.handlers) {
+      try {
+        call(h);
+      } catch (err) {
+        this.options.logger.error({ informer: this.options.name }, `informer handler failed: ${errorText(err)}`);
+      }
+    }
+  }
+
+  private async sleep(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeSleep = done;
+    });
+    this.wakeSleep = undefined;
+  }
+}

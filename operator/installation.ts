@@ -1,0 +1,51 @@
+import { parse as parseYaml } from 'yaml';
+import { ConfigReader } from '../lib/config-reader.ts';
+import { errorText } from '../lib/errors.ts';
+import { readOAuth, type OAuthConfig } from '../sidecar/config.ts';
+
+/** Key of the installation's frontend Secret that holds the `oauth:` section (CONTRACTS.md). */
+export const FRONTEND_SECRET_KEY = 'oauth.yaml';
+
+/**
+ * The installation's frontend settings, read from the `<release>-frontend` Secret. `section` is the
+ * raw `oauth:` mapping copied verbatim into each OAuth share's sidecar config; it holds client
+ * secrets and keys, so it only ever goes into Secrets — never into status, Events or logs.
+ */
+export interface Installation {
+  readonly section: Record<string, unknown>;
+  readonly oauth: OAuthConfig;
+}
+
+export type InstallationResult = { ok: true; installation: Installation } | { ok: false; problems: string[] };
+
+/**
+ * Parses the Secret's `oauth.yaml`: either the `oauth:` section itself or a document with a
+ * top-level `oauth:` key. Problems name fields, never values of secret fields.
+ */
+export function parseInstallation(data: Record<string, string> | undefined): InstallationResult {
+  const encoded = data?.[FRONTEND_SECRET_KEY];
+  if (encoded === undefined) return { ok: false, problems: [`key ${FRONTEND_SECRET_KEY} is missing`] };
+  let doc: unknown;
+  try {
+    doc = parseYaml(Buffer.from(encoded, 'base64').toString('utf8'), { uniqueKeys: true });
+  } catch (err) {
+    return { ok: false, problems: [`${FRONTEND_SECRET_KEY}: YAML syntax: ${errorText(err).split('\n')[0] ?? ''}`] };
+  }
+  const section = isMapping(doc) && isMapping(doc.oauth) ? doc.oauth : doc;
+  const r = new ConfigReader();
+  const oauth = readOAuth(r, section);
+  if (!oauth || r.problems.length > 0 || !isMapping(section))
+    return { ok: false, problems: r.problems.length > 0 ? r.problems : ['oauth: must be a mapping'] };
+  return { ok: true, installation: { section, oauth } };
+}
+
+/** The public URL of a share: `<scheme>://<token>.<domain>[:port]`, scheme and port from endpoint_url. */
+export function frontendEndpoint(token: string, domain: string, endpointUrl: URL | undefined): string {
+  const scheme = endpointUrl?.protocol ?? 'https:';
+  const port = endpointUrl?.port ? `:${endpointUrl.port}` : '';
+  return `${scheme}//${token}.${domain}${port}`;
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

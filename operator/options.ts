@@ -1,0 +1,97 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { parseBindAddress } from '../lib/config-reader.ts';
+import { ConfigError } from '../lib/errors.ts';
+
+/** Validated operator settings (CONTRACTS.md "Operator flags"). */
+export interface OperatorOptions {
+  /** Namespace to watch; undefined = all namespaces. */
+  readonly namespace?: string;
+  /** The installation's frontend Secret (`<release>-frontend`, key `oauth.yaml`). */
+  readonly frontendSecret: { namespace: string; name: string };
+  /** The auth endpoint's config Secret the operator keeps (`<release>-auth-frontend`). */
+  readonly authSecret: { namespace: string; name: string };
+  readonly shareDomain: string;
+  readonly image: string;
+  readonly leaderElect: boolean;
+  /** Lease used for leader election: `svc-operator` in the frontend Secret's namespace. */
+  readonly lease: { namespace: string; name: string };
+  readonly identity: string;
+  readonly metricsListen: { host: string; port: number };
+  readonly concurrency: number;
+}
+
+export interface OperatorFlags {
+  namespaceScope?: string;
+  frontendSecret?: string;
+  authSecret?: string;
+  shareDomain?: string;
+  image?: string;
+  leaderElect?: boolean;
+  metricsListen?: string;
+  concurrency?: string;
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Validates the `svc operator` flags, reporting every problem at once. */
+export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
+  const problems: string[] = [];
+  const scope = flags.namespaceScope ?? '';
+  if (!scope) problems.push('--namespace-scope: required (a namespace, or "all")');
+  else if (scope !== 'all' && (!DNS_LABEL.test(scope) || scope.length > 63))
+    problems.push(`--namespace-scope: must be a namespace name or "all", got ${JSON.stringify(scope)}`);
+  const frontendSecret = namespacedName(flags.frontendSecret, '--frontend-secret', problems);
+  let authSecret = flags.authSecret ? namespacedName(flags.authSecret, '--auth-secret', problems) : undefined;
+  if (!authSecret && frontendSecret) {
+    const release = frontendSecret.name.replace(/-frontend$/, '');
+    authSecret = { namespace: frontendSecret.namespace, name: `${release}-auth-frontend` };
+  }
+  const shareDomain = (flags.shareDomain ?? '').toLowerCase();
+  if (!shareDomain) problems.push('--share-domain: required (share hosts are <token>.<domain>)');
+  else if (!DNS_SUBDOMAIN.test(shareDomain) || shareDomain.length > 190)
+    problems.push(`--share-domain: must be a DNS domain such as share.example.com, got ${JSON.stringify(shareDomain)}`);
+  const image = flags.image ?? '';
+  if (!image) problems.push('--image: required (the svc container image the share pods run)');
+  else if (/\s/.test(image)) problems.push('--image: must not contain whitespace');
+  const metricsListen = parseBindAddress(flags.metricsListen ?? '0.0.0.0:8080');
+  if (!metricsListen)
+    problems.push(
+      `--metrics-listen: must be ip:port (for example 0.0.0.0:8080), got ${JSON.stringify(flags.metricsListen)}`,
+    );
+  const concurrency = Number(flags.concurrency ?? '4');
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
+    problems.push('--concurrency: must be an integer 1-64');
+  if (problems.length > 0 || !frontendSecret || !authSecret || !metricsListen)
+    throw new ConfigError('svc operator flags', problems);
+  return {
+    ...(scope === 'all' ? {} : { namespace: scope }),
+    frontendSecret,
+    authSecret,
+    shareDomain,
+    image,
+    leaderElect: flags.leaderElect ?? false,
+    lease: { namespace: frontendSecret.namespace, name: 'svc-operator' },
+    identity: `${hostname()}_${randomBytes(4).toString('hex')}`,
+    metricsListen,
+    concurrency,
+  };
+}
+
+function namespacedName(
+  text: string | undefined,
+  flag: string,
+  problems: string[],
+): { namespace: string; name: string } | undefined {
+  if (!text) {
+    problems.push(`${flag}: required as <namespace>/<name>`);
+    return undefined;
+  }
+  const [namespace, name, ...rest] = text.split('/');
+  if (!namespace || !name || rest.length > 0 || !DNS_LABEL.test(namespace) || !DNS_SUBDOMAIN.test(name)) {
+    problems.push(`${flag}: must be <namespace>/<name>, got ${JSON.stringify(text)}`);
+    return undefined;
+  }
+  return { namespace, name };
+}

@@ -1,0 +1,319 @@
+import { stringify as toYaml } from 'yaml';
+import { errorText } from '../lib/errors.ts';
+import { compileGlob } from '../lib/glob.ts';
+import { parseDuration } from '../lib/duration.ts';
+import { DEFAULT_CHECK_INTERVAL, SHARE_TOKEN, parseFrontendConfig } from '../sidecar/config.ts';
+import type { Installation } from './installation.ts';
+import {
+  AGENT_PORT,
+  FRONTEND_CONFIG_DIR,
+  FRONTEND_CONFIG_FILE,
+  FRONTEND_METRICS_PORT,
+  FRONTEND_PORT,
+  WEB_ROOT,
+  agentResources,
+  containerSecurityContext,
+  podSpecBase,
+  tmpMount,
+  tmpVolume,
+} from './pod.ts';
+import {
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  SHARES,
+  SHARE_LABEL,
+  ownerReference,
+  type KubeObject,
+  type Share,
+} from './resources.ts';
+import { deriveToken } from './token.ts';
+
+/** A Share spec that passed every check the CRD schema cannot make. */
+export interface ValidShare {
+  readonly name: string;
+  readonly namespace: string;
+  readonly token: string;
+  readonly shareMode: 'public' | 'private';
+  readonly backendMode: 'proxy' | 'web';
+  readonly target: string;
+  readonly webVolume?: { configMap?: string; persistentVolumeClaim?: string };
+  readonly oauth?: { provider: string; emailAddressPatterns: string[]; checkInterval: string };
+}
+
+export type ShareValidation =
+  { ok: true; share: ValidShare } | { ok: false; reason: 'InvalidSpec' | 'InstallationNotReady'; problems: string[] };
+
+/** Child names are `svc-share-<name>`; a Service name must be a DNS-1035 label (≤ 63). */
+const MAX_NAME = 63 - 'svc-share-'.length;
+const DNS1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+
+export function childName(shareName: string): string {
+  return `svc-share-${shareName}`;
+}
+
+export function frontendSecretName(shareName: string): string {
+  return `${childName(shareName)}-frontend`;
+}
+
+/**
+ * Checks what the CRD schema cannot: names that must fit child objects, target shape per backend
+ * mode, email globs, the OAuth provider against the installation's providers. Every problem is
+ * reported with its field path, at once.
+ */
+export function validateShare(share: Share, installation: Installation | undefined): ShareValidation {
+  const problems: string[] = [];
+  const { name, namespace = '', uid = '' } = share.metadata;
+  const spec = share.spec ?? {};
+  if (name.length > MAX_NAME || !DNS1035.test(childName(name))) {
+    problems.push(
+      `metadata.name: must be a DNS label of at most ${MAX_NAME} characters (it names the Service ${childName(name)})`,
+    );
+  }
+  const token = spec.token ?? deriveToken(uid);
+  if (!SHARE_TOKEN.test(token))
+    problems.push('spec.token: must be a DNS label: lower-case letters, digits and -, at most 63 characters');
+  const shareMode = spec.shareMode ?? 'public';
+  const backendMode = spec.backendMode ?? 'proxy';
+  const target = spec.target ?? '';
+  if (backendMode === 'proxy') {
+    if (!isHttpUrl(target))
+      problems.push(
+        `spec.target: must be an absolute http or https URL for backendMode proxy, got ${JSON.stringify(target)}`,
+      );
+    if (spec.webVolume) problems.push('spec.webVolume: only applies to backendMode web');
+  } else {
+    if (!(target === WEB_ROOT || target.startsWith(`${WEB_ROOT}/`)) || target.split('/').includes('..')) {
+      problems.push(
+        `spec.target: must be a directory under ${WEB_ROOT} (where spec.webVolume is mounted), got ${JSON.stringify(target)}`,
+      );
+    }
+    const sources = [spec.webVolume?.configMap, spec.webVolume?.persistentVolumeClaim].filter(Boolean);
+    if (sources.length !== 1)
+      problems.push('spec.webVolume: set exactly one of configMap or persistentVolumeClaim for backendMode web');
+  }
+  let oauth: ValidShare['oauth'];
+  if (spec.oauth) {
+    const provider = spec.oauth.provider ?? '';
+    if (shareMode !== 'public') problems.push('spec.oauth: only applies to public shares');
+    const emailAddressPatterns = spec.oauth.emailAddressPatterns ?? [];
+    emailAddressPatterns.forEach((pattern, i) => {
+      try {
+        compileGlob(pattern);
+      } catch (err) {
+        problems.push(`spec.oauth.emailAddressPatterns[${i}]: ${errorText(err)}`);
+      }
+    });
+    const checkInterval = spec.oauth.checkInterval ?? DEFAULT_CHECK_INTERVAL;
+    if (parseDuration(checkInterval) === undefined)
+      problems.push(
+        `spec.oauth.checkInterval: must be a duration such as 30m or 3h, got ${JSON.stringify(checkInterval)}`,
+      );
+    if (installation) {
+      const names = installation.oauth.providers.map((p) => p.name);
+      if (!names.includes(provider)) {
+        problems.push(
+          `spec.oauth.provider: unknown provider ${JSON.stringify(provider)} (the installation configures: ${names.join(', ') || 'none'})`,
+        );
+      }
+    }
+    oauth = { provider, emailAddressPatterns, checkInterval };
+  }
+  if (problems.length > 0) return { ok: false, reason: 'InvalidSpec', problems };
+  if (oauth && !installation) {
+    return {
+      ok: false,
+      reason: 'InstallationNotReady',
+      problems: [
+        'the installation frontend Secret is missing or invalid, so OAuth shares cannot be configured (see the operator log)',
+      ],
+    };
+  }
+  const valid: ValidShare = {
+    name,
+    namespace,
+    token,
+    shareMode,
+    backendMode,
+    target,
+    ...(spec.webVolume && backendMode === 'web' ? { webVolume: spec.webVolume } : {}),
+    ...(oauth ? { oauth } : {}),
+  };
+  if (valid.oauth && installation) {
+    try {
+      parseFrontendConfig(sidecarConfig(valid, installation), 'sidecar config');
+    } catch (err) {
+      return { ok: false, reason: 'InvalidSpec', problems: [`the sidecar would reject its config: ${errorText(err)}`] };
+    }
+  }
+  return { ok: true, share: valid };
+}
+
+/**
+ * The OAuth sidecar's config file: the installation's `oauth:` section (listening on the pod's
+ * frontend port) and this one share, proxied to the agent on loopback.
+ */
+export function sidecarConfig(share: ValidShare, installation: Installation): Record<string, unknown> {
+  return {
+    oauth: { ...installation.section, bind_address: `0.0.0.0:${FRONTEND_PORT}` },
+    shares: [shareEntry(share, `http://127.0.0.1:${AGENT_PORT}`)],
+    metrics_address: `0.0.0.0:${FRONTEND_METRICS_PORT}`,
+  };
+}
+
+/** A share's entry in a frontend config's `shares:` list (seed option names). */
+export function shareEntry(share: ValidShare, target: string): Record<string, unknown> {
+  if (!share.oauth) return { token: share.token, target };
+  return {
+    token: share.token,
+    target,
+    oauth_provider: share.oauth.provider,
+    ...(share.oauth.emailAddressPatterns.length > 0
+      ? { oauth_email_address_patterns: share.oauth.emailAddressPatterns }
+      : {}),
+    oauth_check_interval: share.oauth.checkInterval,
+  };
+}
+
+export interface ShareChildren {
+  readonly deployment: KubeObject;
+  readonly service: KubeObject;
+  /** Public shares only. */
+  readonly ingress?: KubeObject;
+  /** OAuth shares only: the sidecar's config. */
+  readonly secret?: KubeObject;
+}
+
+export interface ShareChildOptions {
+  readonly image: string;
+  readonly domain: string;
+  readonly installation?: Installation;
+}
+
+/** Everything a Share is reconciled into (CONTRACTS.md "Children of a Share"). */
+export function desiredShareChildren(owner: Share, share: ValidShare, options: ShareChildOptions): ShareChildren {
+  const name = childName(share.name);
+  const labels = { [MANAGED_BY_LABEL]: MANAGED_BY, [SHARE_LABEL]: share.name };
+  const metadata = (objectName: string): KubeObject['metadata'] => ({
+    name: objectName,
+    namespace: share.namespace,
+    labels,
+    ownerReferences: [ownerReference(SHARES, owner)],
+  });
+  const oauth = share.oauth !== undefined && options.installation !== undefined;
+  const agentArgs = [
+    'agent',
+    'backend',
+    '--backend-mode',
+    share.backendMode,
+    '--target',
+    share.target,
+    '--listen',
+    oauth ? `127.0.0.1:${AGENT_PORT}` : `0.0.0.0:${AGENT_PORT}`,
+    '--identity-headers',
+    oauth ? 'pass' : 'strip',
+  ];
+  const volumes: Record<string, unknown>[] = [tmpVolume];
+  const agentMounts: Record<string, unknown>[] = [tmpMount];
+  if (share.webVolume) {
+    volumes.push(
+      share.webVolume.configMap
+        ? { name: 'share', configMap: { name: share.webVolume.configMap } }
+        : {
+            name: 'share',
+            persistentVolumeClaim: { claimName: share.webVolume.persistentVolumeClaim, readOnly: true },
+          },
+    );
+    agentMounts.push({ name: 'share', mountPath: WEB_ROOT, readOnly: true });
+  }
+  const agent: Record<string, unknown> = {
+    name: 'agent',
+    image: options.image,
+    args: agentArgs,
+    securityContext: containerSecurityContext,
+    resources: agentResources,
+    volumeMounts: agentMounts,
+  };
+  if (!oauth) {
+    agent.ports = [{ name: 'http', containerPort: AGENT_PORT, protocol: 'TCP' }];
+    agent.readinessProbe = { tcpSocket: { port: AGENT_PORT }, periodSeconds: 10 };
+  }
+  const containers: Record<string, unknown>[] = [agent];
+  if (oauth) {
+    volumes.push({ name: 'frontend-config', secret: { secretName: frontendSecretName(share.name) } });
+    containers.push({
+      name: 'frontend',
+      image: options.image,
+      args: ['frontend', '--config', `${FRONTEND_CONFIG_DIR}/${FRONTEND_CONFIG_FILE}`],
+      ports: [
+        { name: 'http', containerPort: FRONTEND_PORT, protocol: 'TCP' },
+        { name: 'metrics', containerPort: FRONTEND_METRICS_PORT, protocol: 'TCP' },
+      ],
+      readinessProbe: { httpGet: { path: '/readyz', port: FRONTEND_METRICS_PORT }, periodSeconds: 10 },
+      livenessProbe: { httpGet: { path: '/healthz', port: FRONTEND_METRICS_PORT }, periodSeconds: 20 },
+      securityContext: containerSecurityContext,
+      resources: agentResources,
+      volumeMounts: [tmpMount, { name: 'frontend-config', mountPath: FRONTEND_CONFIG_DIR, readOnly: true }],
+    });
+  }
+  const deployment: KubeObject = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: metadata(name),
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { [SHARE_LABEL]: share.name } },
+      template: {
+        metadata: {
+          labels: { ...labels, 'app.kubernetes.io/name': 'svc-share', 'app.kubernetes.io/component': 'share' },
+        },
+        spec: { ...podSpecBase(), containers, volumes },
+      },
+    },
+  };
+  const service: KubeObject = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: metadata(name),
+    spec: {
+      type: 'ClusterIP',
+      selector: { [SHARE_LABEL]: share.name },
+      ports: [{ name: 'http', port: 80, targetPort: oauth ? FRONTEND_PORT : AGENT_PORT, protocol: 'TCP' }],
+    },
+  };
+  const children: { -readonly [K in keyof ShareChildren]: ShareChildren[K] } = { deployment, service };
+  if (share.shareMode === 'public') {
+    children.ingress = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: metadata(name),
+      spec: {
+        rules: [
+          {
+            host: `${share.token}.${options.domain}`,
+            http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name, port: { number: 80 } } } }] },
+          },
+        ],
+      },
+    };
+  }
+  if (oauth && options.installation) {
+    const config = toYaml(sidecarConfig(share, options.installation));
+    children.secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: metadata(frontendSecretName(share.name)),
+      type: 'Opaque',
+      data: { [FRONTEND_CONFIG_FILE]: Buffer.from(config).toString('base64') },
+    };
+  }
+  return children;
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
