@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../lib/errors.ts';
+import { parseServeConfig, shareUrl } from './serve-config.ts';
+
+const oauth = {
+  bind_address: '127.0.0.1:8443',
+  endpoint_url: 'https://auth.share.example.com',
+  cookie_name: 'svc-auth-session',
+  cookie_domain: 'share.example.com',
+  session_lifetime: '24h',
+  intermediate_lifetime: '5m',
+  signing_key: 's'.repeat(32),
+  encryption_key: 'e'.repeat(24),
+  providers: [
+    {
+      name: 'corp',
+      type: 'oidc',
+      client_id: 'c',
+      client_secret: 'x',
+      scopes: ['openid', 'email'],
+      issuer: 'https://id.example.com',
+      supports_pkce: true,
+    },
+  ],
+};
+
+describe('parseServeConfig', () => {
+  it('defaults to 127.0.0.1:8080 and svc.localhost without OAuth', () => {
+    expect(parseServeConfig({})).toEqual({
+      frontend: { listen: { host: '127.0.0.1', port: 8080 }, domain: 'svc.localhost' },
+    });
+  });
+
+  it('takes the frontend address, domain and URL from the oauth section', () => {
+    const config = parseServeConfig({ data_dir: '/var/lib/svc', oauth });
+    expect(config.dataDir).toBe('/var/lib/svc');
+    expect(config.frontend.listen).toEqual({ host: '127.0.0.1', port: 8443 });
+    expect(config.frontend.domain).toBe('share.example.com');
+    expect(config.frontend.endpointUrl?.href).toBe('https://auth.share.example.com/');
+    expect(config.oauth?.providers.map((p) => p.name)).toEqual(['corp']);
+  });
+
+  it('reports every problem at once with its field path', () => {
+    let error: unknown;
+    try {
+      parseServeConfig({
+        datadir: 'x',
+        frontend: { listen: 'nowhere', domain: 'Bad_Domain!', endpoint_url: 'ftp://x', colour: 1 },
+      });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([
+      'datadir: unknown field (known: data_dir, frontend, oauth)',
+      'frontend.colour: unknown field (known: listen, domain, endpoint_url, metrics_listen)',
+      'frontend.listen: must be ip:port (for example 0.0.0.0:8080), got "nowhere"',
+      'frontend.domain: must be a DNS domain such as share.example.com, got "bad_domain!"',
+      'frontend.endpoint_url: must be an http or https URL, got "ftp://x"',
+    ]);
+  });
+
+  it('refuses frontend settings that the oauth section decides', () => {
+    expect(() =>
+      parseServeConfig({ oauth: { ...oauth, signing_key: 'short' }, frontend: { listen: '0.0.0.0:80' } }),
+    ).toThrow(
+      /oauth\.signing_key: must be at least 32 characters[\s\S]*frontend\.listen: comes from oauth\.bind_address/,
+    );
+  });
+});
+
+describe('shareUrl', () => {
+  it('names the token as the first label and omits default ports', () => {
+    expect(shareUrl('abc', 'svc.localhost', { protocol: 'http:', port: 8080 })).toBe('http://abc.svc.localhost:8080');
+    expect(shareUrl('abc', 'share.example.com', { protocol: 'https:', port: '' })).toBe(
+      'https://abc.share.example.com',
+    );
+    expect(shareUrl('abc', 'share.example.com', { protocol: 'https:', port: 443 })).toBe(
+      'https://abc.share.example.com',
+    );
+  });
+});
