@@ -36,7 +36,12 @@ export class ConfigReader {
     }
   }
 
-  string(obj: Obj, key: string, path: string, options: { required?: boolean; minLength?: number } = {}): string | undefined {
+  string(
+    obj: Obj,
+    key: string,
+    path: string,
+    options: { required?: boolean; minLength?: number } = {},
+  ): string | undefined {
     const value = obj[key];
     const at = join(path, key);
     if (value === undefined || value === null || value === '') {
@@ -68,7 +73,12 @@ export class ConfigReader {
     return value;
   }
 
-  stringArray(obj: Obj, key: string, path: string, options: { required?: boolean; nonEmpty?: boolean } = {}): string[] | undefined {
+  stringArray(
+    obj: Obj,
+    key: string,
+    path: string,
+    options: { required?: boolean; nonEmpty?: boolean } = {},
+  ): string[] | undefined {
     const value = obj[key];
     const at = join(path, key);
     if (value === undefined || value === null) {
@@ -90,7 +100,8 @@ export class ConfigReader {
     const text = this.string(obj, key, path, options);
     if (text === undefined) return undefined;
     const ms = parseDuration(text);
-    if (ms === undefined) this.problem(join(path, key), `must be a duration such as 5m, 6h or 24h, got ${JSON.stringify(text)}`);
+    if (ms === undefined)
+      this.problem(join(path, key), `must be a duration such as 5m, 6h or 24h, got ${JSON.stringify(text)}`);
     return ms;
   }
 
@@ -120,7 +131,8 @@ export class ConfigReader {
     const text = this.string(obj, key, path);
     if (text === undefined) return undefined;
     const parsed = parseBindAddress(text);
-    if (!parsed) this.problem(join(path, key), `must be ip:port (for example 0.0.0.0:8080), got ${JSON.stringify(text)}`);
+    if (!parsed)
+      this.problem(join(path, key), `must be ip:port (for example 0.0.0.0:8080), got ${JSON.stringify(text)}`);
     return parsed;
   }
 
@@ -143,7 +155,9 @@ export function loadYamlFile(path: string): unknown {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new SvcError('config_unreadable', `cannot read configuration file ${path}: ${errorText(err)}`, { status: 400 });
+    throw new SvcError('config_unreadable', `cannot read configuration file ${path}: ${errorText(err)}`, {
+      status: 400,
+    });
   }
   try {
     return parseYaml(text, { prettyErrors: true, uniqueKeys: true });

@@ -28,7 +28,10 @@ export const REDACT_PATHS = [
   'id_token',
 ];
 
-export function createLogger(name: string, options: { level?: string; destination?: NodeJS.WritableStream } = {}): Logger {
+export function createLogger(
+  name: string,
+  options: { level?: string; destination?: NodeJS.WritableStream } = {},
+): Logger {
   const level = options.level ?? process.env.SVC_LOG_LEVEL ?? 'info';
   return pino(
     { name, level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { name } },

@@ -124,15 +124,21 @@ export function readOAuth(r: ConfigReader, value: unknown, path = 'oauth'): OAut
   }
   const cookieName = r.string(o, 'cookie_name', path);
   if (cookieName !== undefined && !COOKIE_NAME.test(cookieName)) {
-    r.problem(join(path, 'cookie_name'), 'must be a valid cookie name (letters, digits, and !#$%&\'*+-.^_`|~)');
+    r.problem(join(path, 'cookie_name'), "must be a valid cookie name (letters, digits, and !#$%&'*+-.^_`|~)");
   }
   const cookieDomain = r.string(o, 'cookie_domain', path)?.toLowerCase();
   if (cookieDomain !== undefined && !DOMAIN.test(cookieDomain)) {
-    r.problem(join(path, 'cookie_domain'), `must be a DNS domain such as example.com, got ${JSON.stringify(cookieDomain)}`);
+    r.problem(
+      join(path, 'cookie_domain'),
+      `must be a DNS domain such as example.com, got ${JSON.stringify(cookieDomain)}`,
+    );
   }
   const bareDomain = cookieDomain?.replace(/^\./, '');
   if (endpointUrl && bareDomain && !hostWithin(endpointUrl.hostname, bareDomain)) {
-    r.problem(join(path, 'cookie_domain'), `must contain the endpoint_url host ${endpointUrl.hostname}, so the session cookie reaches the callback and logout`);
+    r.problem(
+      join(path, 'cookie_domain'),
+      `must contain the endpoint_url host ${endpointUrl.hostname}, so the session cookie reaches the callback and logout`,
+    );
   }
   const sessionLifetimeMs = r.duration(o, 'session_lifetime', path);
   const intermediateLifetimeMs = r.duration(o, 'intermediate_lifetime', path);
@@ -201,12 +207,14 @@ function readProvider(r: ConfigReader, value: unknown, path: string): ProviderCo
   }
   const typeText = r.string(o, 'type', path);
   const type = PROVIDER_TYPES.find((t) => t === typeText);
-  if (typeText !== undefined && !type) r.problem(join(path, 'type'), `must be one of idp1, idp2, oidc, got ${JSON.stringify(typeText)}`);
+  if (typeText !== undefined && !type)
+    r.problem(join(path, 'type'), `must be one of idp1, idp2, oidc, got ${JSON.stringify(typeText)}`);
   const clientId = r.string(o, 'client_id', path);
   const clientSecret = r.string(o, 'client_secret', path);
   const isOidc = type === 'oidc';
   const scopes = r.stringArray(o, 'scopes', path, { required: isOidc, nonEmpty: true });
-  if (isOidc && scopes && !scopes.includes('openid')) r.problem(join(path, 'scopes'), 'must include openid for type oidc');
+  if (isOidc && scopes && !scopes.includes('openid'))
+    r.problem(join(path, 'scopes'), 'must include openid for type oidc');
   const issuer = isOidc ? r.url(o, 'issuer', path) : undefined;
   const supportsPkce = r.boolean(o, 'supports_pkce', path, { required: isOidc });
   if (!isOidc) {
@@ -215,17 +223,22 @@ function readProvider(r: ConfigReader, value: unknown, path: string): ProviderCo
     }
   }
   const insecureAllowHttp = r.boolean(o, 'insecure_allow_http', path, { required: false }) ?? false;
-  const endpoints = type && type !== 'oidc' ? readEndpoints(r, o, path, type) : {};
+  const loginUrl = isOidc && o.login_url !== undefined ? r.url(o, 'login_url', path) : undefined;
+  const endpoints = type && type !== 'oidc' ? readEndpoints(r, o, path, type) : loginUrl ? { login_url: loginUrl } : {};
   if (isOidc) {
     for (const key of ['authorize_url', 'token_url', 'user_info_url', 'revocation_url', 'api_base_url'] as const) {
-      if (o[key] !== undefined) r.problem(join(path, key), 'not used by type oidc: its endpoints come from issuer discovery');
+      if (o[key] !== undefined)
+        r.problem(join(path, key), 'not used by type oidc: its endpoints come from issuer discovery');
     }
   }
-  const urls = [issuer, ...Object.values(endpoints)].filter((u): u is URL => u instanceof URL);
+  const urls = [issuer, ...(Object.values(endpoints) as unknown[])].filter((u): u is URL => u instanceof URL);
   if (!insecureAllowHttp) {
     for (const u of urls) {
       if (u.protocol === 'http:' && !isLoopbackHost(u.hostname)) {
-        r.problem(path, `${u.href} uses plain http on a non-loopback host; set insecure_allow_http: true to accept that`);
+        r.problem(
+          path,
+          `${u.href} uses plain http on a non-loopback host; set insecure_allow_http: true to accept that`,
+        );
       }
     }
   }
@@ -243,9 +256,17 @@ function readProvider(r: ConfigReader, value: unknown, path: string): ProviderCo
   };
 }
 
-function readEndpoints(r: ConfigReader, o: Record<string, unknown>, path: string, type: 'idp1' | 'idp2'): ProviderEndpoints {
+function readEndpoints(
+  r: ConfigReader,
+  o: Record<string, unknown>,
+  path: string,
+  type: 'idp1' | 'idp2',
+): ProviderEndpoints {
   const defaults = PROVIDER_DEFAULTS[type].endpoints;
-  const allowed = type === 'idp1' ? ['authorize_url', 'token_url', 'user_info_url', 'revocation_url', 'login_url'] : ['authorize_url', 'token_url', 'api_base_url', 'login_url'];
+  const allowed =
+    type === 'idp1'
+      ? ['authorize_url', 'token_url', 'user_info_url', 'revocation_url', 'login_url']
+      : ['authorize_url', 'token_url', 'api_base_url', 'login_url'];
   const result: Record<string, URL> = {};
   for (const [key, fallback] of Object.entries(defaults)) {
     const override = o[key] === undefined ? undefined : r.url(o, key, path);
@@ -254,7 +275,7 @@ function readEndpoints(r: ConfigReader, o: Record<string, unknown>, path: string
   for (const key of ['authorize_url', 'token_url', 'user_info_url', 'revocation_url', 'api_base_url']) {
     if (o[key] !== undefined && !allowed.includes(key)) r.problem(join(path, key), `not used by type ${type}`);
   }
-  return result as ProviderEndpoints;
+  return result;
 }
 
 function readShares(r: ConfigReader, value: unknown, oauth: OAuthConfig | undefined): ShareRoute[] {
@@ -301,7 +322,10 @@ export function readShareOptions(
   const target = r.url(o, 'target', path);
   const provider = r.string(o, 'oauth_provider', path, { required: false });
   if (provider !== undefined && providerNames && !providerNames.includes(provider)) {
-    r.problem(join(path, 'oauth_provider'), `unknown provider ${JSON.stringify(provider)} (configured: ${providerNames.join(', ') || 'none'})`);
+    r.problem(
+      join(path, 'oauth_provider'),
+      `unknown provider ${JSON.stringify(provider)} (configured: ${providerNames.join(', ') || 'none'})`,
+    );
   }
   const patternTexts = r.stringArray(o, 'oauth_email_address_patterns', path, { required: false }) ?? [];
   const emailPatterns: EmailGlob[] = [];
@@ -315,10 +339,16 @@ export function readShareOptions(
   const intervalText = r.string(o, 'oauth_check_interval', path, { required: false });
   const checkIntervalMs = parseDuration(intervalText ?? DEFAULT_CHECK_INTERVAL);
   if (checkIntervalMs === undefined) {
-    r.problem(join(path, 'oauth_check_interval'), `must be a duration such as 30m or 3h, got ${JSON.stringify(intervalText)}`);
+    r.problem(
+      join(path, 'oauth_check_interval'),
+      `must be a duration such as 30m or 3h, got ${JSON.stringify(intervalText)}`,
+    );
   }
   if (provider === undefined && (patternTexts.length > 0 || intervalText !== undefined)) {
-    r.problem(join(path, 'oauth_provider'), 'required when oauth_email_address_patterns or oauth_check_interval is set');
+    r.problem(
+      join(path, 'oauth_provider'),
+      'required when oauth_email_address_patterns or oauth_check_interval is set',
+    );
   }
   if (r.problems.length > before || !token || !target || checkIntervalMs === undefined) return undefined;
   return {

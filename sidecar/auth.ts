@@ -1,0 +1,269 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../lib/logger.ts';
+import { errorText } from '../lib/errors.ts';
+import type { OAuthConfig, ShareRoute } from './config.ts';
+import { refusalReason } from './email.ts';
+import { LoginStates } from './login-state.ts';
+import type { FrontendMetrics } from './metrics.ts';
+import { redirect, sendPage } from './pages.ts';
+import { createProviders } from './providers/index.ts';
+import { ProviderError, type Provider } from './providers/types.ts';
+import { allowedRedirect, shareUrl } from './redirects.ts';
+import { createSealer } from './seal.ts';
+import { sessionCookies, type Session, type SessionCookies } from './session.ts';
+import type { ShareSource } from './share-source.ts';
+
+/** Result of checking a request to an OAuth share: proceed with this session, or the response was sent. */
+export type AccessDecision = { readonly session: Session; readonly setCookie?: string } | 'handled';
+
+/** A re-check is also due this close to the session's end, so an active visitor is renewed in time. */
+const RENEWAL_WINDOW_MS = 60_000;
+
+/**
+ * The OAuth side of the frontend (seed "OAuth identity flow"): decides access to OAuth shares,
+ * starts logins, completes callbacks and handles logout. Stateless apart from the replay guard:
+ * sessions live in sealed cookies, so any replica with the same keys can serve any request.
+ */
+export class Authenticator {
+  readonly providers: Map<string, Provider>;
+  readonly sessions: SessionCookies;
+  private readonly logins: LoginStates;
+  private readonly config: OAuthConfig;
+  private readonly shares: () => ShareSource;
+  private readonly metrics: FrontendMetrics;
+  private readonly log: Logger;
+
+  constructor(config: OAuthConfig, shares: () => ShareSource, metrics: FrontendMetrics, log: Logger) {
+    this.config = config;
+    this.shares = shares;
+    this.metrics = metrics;
+    this.log = log;
+    this.providers = createProviders(config.providers);
+    const sealer = createSealer(config.signingKey, config.encryptionKey);
+    const cookieOptions = { domain: config.cookieDomain, secure: config.endpointUrl.protocol === 'https:' };
+    this.sessions = sessionCookies(sealer, config.cookieName, cookieOptions);
+    this.logins = new LoginStates(sealer, config.cookieName, config.intermediateLifetimeMs, cookieOptions);
+  }
+
+  /** Every provider usable (oidc discovery done). */
+  async ready(): Promise<void> {
+    await Promise.all([...this.providers.values()].map((p) => p.ready()));
+  }
+
+  /** Seed steps 2–3 and the re-check rule: a valid session for this share, refreshed when due, or a login. */
+  async authorize(
+    req: IncomingMessage,
+    res: ServerResponse,
+    share: ShareRoute & { oauth: NonNullable<ShareRoute['oauth']> },
+  ): Promise<AccessDecision> {
+    const provider = this.providers.get(share.oauth.provider);
+    if (!provider) {
+      this.metrics.request('refused');
+      sendPage(res, 500, 'Share misconfigured', 'This share names an identity provider the frontend does not have.');
+      return 'handled';
+    }
+    const session = this.sessions.read(req.headers.cookie);
+    if (session && session.share === share.token && session.provider === provider.name) {
+      const now = Date.now();
+      const due =
+        now >= session.checkedAt + share.oauth.checkIntervalMs || now >= session.expiresAt - RENEWAL_WINDOW_MS;
+      if (!due) {
+        const refused = refusalReason({ email: session.email, verified: true }, share.oauth);
+        if (!refused) return { session };
+      } else if (provider.canRefresh(session.tokens)) {
+        const renewed = await this.refresh(provider, session, share);
+        if (renewed) return renewed;
+      } else {
+        this.metrics.refreshes.inc({ provider: provider.name, result: 'login_required' });
+      }
+    }
+    await this.startLogin(req, res, provider, share);
+    return 'handled';
+  }
+
+  /** Whether a websocket upgrade carries a current session for this share (no redirects possible there). */
+  sessionForUpgrade(req: IncomingMessage, share: ShareRoute): Session | undefined {
+    if (!share.oauth) return undefined;
+    const session = this.sessions.read(req.headers.cookie);
+    if (!session || session.share !== share.token || session.provider !== share.oauth.provider) return undefined;
+    if (Date.now() >= session.checkedAt + share.oauth.checkIntervalMs) return undefined;
+    return refusalReason({ email: session.email, verified: true }, share.oauth) ? undefined : session;
+  }
+
+  private async refresh(
+    provider: Provider,
+    session: Session,
+    share: ShareRoute & { oauth: NonNullable<ShareRoute['oauth']> },
+  ): Promise<AccessDecision | undefined> {
+    try {
+      const result = await provider.refresh(session.tokens);
+      if (refusalReason(result.identity, share.oauth)) {
+        this.metrics.refreshes.inc({ provider: provider.name, result: 'refused' });
+        return undefined;
+      }
+      const now = Date.now();
+      // The share and provider are carried over from the old session, never taken from the request.
+      const renewed: Session = {
+        share: session.share,
+        provider: session.provider,
+        email: result.identity.email,
+        expiresAt: now + this.config.sessionLifetimeMs,
+        checkedAt: now,
+        tokens: result.tokens,
+      };
+      this.metrics.refreshes.inc({ provider: provider.name, result: 'refreshed' });
+      this.log.info({ provider: provider.name, share: share.token }, 'session refreshed');
+      return { session: renewed, setCookie: this.sessions.write(renewed) };
+    } catch (err) {
+      this.metrics.refreshes.inc({ provider: provider.name, result: 'failed' });
+      this.log.warn(
+        { provider: provider.name, share: share.token, err: errorText(err) },
+        'session refresh failed; restarting login',
+      );
+      return undefined;
+    }
+  }
+
+  private async startLogin(
+    req: IncomingMessage,
+    res: ServerResponse,
+    provider: Provider,
+    share: ShareRoute,
+  ): Promise<void> {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      this.metrics.request('unauthenticated');
+      sendPage(res, 401, 'Login required', 'Your session has ended. Reload the page to sign in again.');
+      return;
+    }
+    const login = this.logins.start(provider.name, share.token, req.url ?? '/');
+    try {
+      const url = await provider.authorizationUrl({ ...login, redirectUri: this.callbackUri(provider) });
+      this.metrics.request('login_redirect');
+      redirect(res, url, { 'set-cookie': login.setCookie });
+    } catch (err) {
+      this.metrics.request('upstream_error');
+      this.log.error({ provider: provider.name, err: errorText(err) }, 'cannot start login');
+      sendPage(
+        res,
+        502,
+        'Login unavailable',
+        `The identity provider ${provider.name} cannot be reached right now. Try again shortly.`,
+      );
+    }
+  }
+
+  /** `GET /<provider>/auth/callback` (seed steps 5–9). */
+  async callback(req: IncomingMessage, res: ServerResponse, providerName: string): Promise<void> {
+    const provider = this.providers.get(providerName);
+    if (!provider) {
+      sendPage(res, 404, 'Unknown provider', `No identity provider named ${providerName} is configured.`);
+      return;
+    }
+    const clear = this.logins.clearCookie();
+    const url = new URL(req.url ?? '/', this.config.endpointUrl);
+    const fail = (status: number, title: string, message: string, result: string): void => {
+      this.metrics.logins.inc({ provider: provider.name, result });
+      this.log.warn({ provider: provider.name, result, reason: message }, 'login failed');
+      sendPage(res, status, title, message, { 'set-cookie': clear });
+    };
+    const completed = this.logins.complete(
+      provider.name,
+      url.searchParams.get('state') ?? undefined,
+      req.headers.cookie,
+    );
+    if (typeof completed === 'string') {
+      fail(400, 'Login failed', `${completed}. Open the share again to start a new login.`, 'invalid_state');
+      return;
+    }
+    const share = this.shares().lookup(completed.state.share);
+    if (!share?.oauth || share.oauth.provider !== provider.name) {
+      fail(400, 'Login failed', 'The share this login was for no longer uses this identity provider.', 'unknown_share');
+      return;
+    }
+    let result;
+    try {
+      result = await provider.completeLogin({
+        callbackUrl: url,
+        redirectUri: this.callbackUri(provider),
+        state: url.searchParams.get('state') ?? '',
+        nonce: completed.nonce,
+        codeVerifier: completed.codeVerifier,
+      });
+    } catch (err) {
+      const message = err instanceof ProviderError ? err.message : 'unexpected error while talking to the provider';
+      fail(502, 'Login failed', message, 'provider_error');
+      return;
+    }
+    const refused = refusalReason(result.identity, share.oauth);
+    if (refused) {
+      fail(403, 'Access refused', refused, 'refused');
+      return;
+    }
+    const now = Date.now();
+    const session: Session = {
+      share: share.token,
+      provider: provider.name,
+      email: result.identity.email,
+      expiresAt: now + this.config.sessionLifetimeMs,
+      checkedAt: now,
+      tokens: result.tokens,
+    };
+    let cookie: string;
+    try {
+      cookie = this.sessions.write(session);
+    } catch (err) {
+      fail(500, 'Login failed', `the session cannot be stored: ${errorText(err)}`, 'session_too_large');
+      return;
+    }
+    this.metrics.logins.inc({ provider: provider.name, result: 'success' });
+    this.log.info({ provider: provider.name, share: share.token }, 'login succeeded');
+    redirect(res, shareUrl(share.token, this.config.cookieDomain, this.config.endpointUrl, completed.state.path), {
+      'set-cookie': [cookie, clear],
+    });
+  }
+
+  /** `GET /<provider>/logout[?redirect_url=…]` (seed "Logout rules"): idempotent, revocation best-effort. */
+  async logout(req: IncomingMessage, res: ServerResponse, providerName: string): Promise<void> {
+    const provider = this.providers.get(providerName);
+    if (!provider) {
+      sendPage(res, 404, 'Unknown provider', `No identity provider named ${providerName} is configured.`);
+      return;
+    }
+    const url = new URL(req.url ?? '/', this.config.endpointUrl);
+    const session = this.sessions.read(req.headers.cookie);
+    const headers: Record<string, string> = {};
+    if (!session || session.provider === provider.name) headers['set-cookie'] = this.sessions.clear();
+    if (session && session.provider === provider.name) {
+      try {
+        await provider.revoke(session.tokens);
+        this.log.info({ provider: provider.name }, 'logout: token revoked');
+      } catch (err) {
+        this.log.warn(
+          { provider: provider.name, err: errorText(err) },
+          'logout: revocation failed; local session cleared anyway',
+        );
+      }
+    }
+    const requested = url.searchParams.get('redirect_url');
+    if (requested === null) {
+      redirect(res, provider.loginPageUrl(), headers);
+      return;
+    }
+    const target = allowedRedirect(requested, this.config.endpointUrl, this.config.cookieDomain, this.shares());
+    if (!target) {
+      sendPage(
+        res,
+        400,
+        'Signed out',
+        'You are signed out. The redirect_url given is not a page of this service, so you were not sent there.',
+        headers,
+      );
+      return;
+    }
+    redirect(res, target, headers);
+  }
+
+  private callbackUri(provider: Provider): string {
+    return new URL(`/${provider.name}/auth/callback`, this.config.endpointUrl).href;
+  }
+}

@@ -1,0 +1,57 @@
+/** Cookie parsing and serialisation for the frontend's own cookies (RFC 6265). */
+
+export interface CookieOptions {
+  readonly domain: string;
+  readonly secure: boolean;
+  /** Seconds; 0 expires the cookie now. */
+  readonly maxAgeSeconds: number;
+}
+
+/** Browsers drop cookies over 4096 bytes (name + value + attributes); stay well below. */
+export const MAX_COOKIE_BYTES = 4000;
+
+export function parseCookies(header: string | undefined): Map<string, string> {
+  const out = new Map<string, string>();
+  if (!header) return out;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) continue;
+    const name = part.slice(0, eq).trim();
+    // First occurrence wins, as in browsers' most-specific-first ordering.
+    if (!out.has(name)) out.set(name, part.slice(eq + 1).trim());
+  }
+  return out;
+}
+
+/** HttpOnly and SameSite=Lax always; Secure whenever the public endpoint is https. */
+export function serializeCookie(name: string, value: string, options: CookieOptions): string {
+  const parts = [
+    `${name}=${value}`,
+    'Path=/',
+    `Domain=${options.domain}`,
+    `Max-Age=${Math.max(0, Math.floor(options.maxAgeSeconds))}`,
+  ];
+  if (options.maxAgeSeconds <= 0) parts.push('Expires=Thu, 01 Jan 1970 00:00:00 GMT');
+  parts.push('HttpOnly', 'SameSite=Lax');
+  if (options.secure) parts.push('Secure');
+  return parts.join('; ');
+}
+
+/**
+ * Removes the frontend's own cookies (session, login, and any name starting with the configured
+ * cookie name) from a Cookie header before it reaches a backend. Returns undefined when nothing is left.
+ */
+export function withoutOwnCookies(header: string | string[] | undefined, cookieName: string): string | undefined {
+  if (header === undefined) return undefined;
+  const joined = Array.isArray(header) ? header.join('; ') : header;
+  const kept = joined
+    .split(';')
+    .map((p) => p.trim())
+    .filter((p) => {
+      if (p === '') return false;
+      const eq = p.indexOf('=');
+      const name = (eq === -1 ? p : p.slice(0, eq)).trim();
+      return !name.startsWith(cookieName);
+    });
+  return kept.length > 0 ? kept.join('; ') : undefined;
+}

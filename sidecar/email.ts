@@ -1,0 +1,23 @@
+import type { ShareOAuth } from './config.ts';
+import type { Identity } from './providers/types.ts';
+
+/**
+ * A syntactically plausible single mailbox: exactly one `@`, both sides non-empty, no whitespace or
+ * control characters. Anything else could make a glob match something the admin did not mean.
+ */
+export function isSingleMailbox(email: string): boolean {
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+  if (email.length > 254 || /[\s\u0000-\u001f\u007f]/u.test(email)) return false;
+  const at = email.indexOf('@');
+  return at > 0 && at === email.lastIndexOf('@') && at < email.length - 1;
+}
+
+/** Why an identity is refused on a share, or undefined when it is admitted (seed step 7). */
+export function refusalReason(identity: Identity, oauth: ShareOAuth): string | undefined {
+  if (!identity.verified) return `the email address ${identity.email} is not verified by the provider`;
+  if (!isSingleMailbox(identity.email)) return 'the provider returned an invalid email address';
+  if (oauth.emailPatterns.length > 0 && !oauth.emailPatterns.some((p) => p.matches(identity.email))) {
+    return `${identity.email} is not allowed to access this share`;
+  }
+  return undefined;
+}

@@ -1,0 +1,58 @@
+import { watchFile, unwatchFile } from 'node:fs';
+import { ConfigError, errorText } from '../lib/errors.ts';
+import { createLogger } from '../lib/logger.ts';
+import { loadFrontendConfig, type FrontendConfig } from './config.ts';
+import { startFrontend } from './frontend.ts';
+import { staticShares, type ShareSource } from './share-source.ts';
+
+/**
+ * `svc frontend --config file`: the per-share sidecar process. Config is validated once (the
+ * process refuses to start on any problem); afterwards the share list is reloaded when the file
+ * changes (a mounted Secret being updated), and a bad edit keeps the last good list.
+ */
+export async function runFrontend(path: string): Promise<void> {
+  const config = loadFrontendConfig(path);
+  const log = createLogger('frontend');
+  let current = staticShares(config.shares);
+  const shares: ShareSource = { lookup: (t) => current.lookup(t), has: (t) => current.has(t) };
+  const frontend = await startFrontend({
+    listen: config.oauth.bindAddress,
+    endpointUrl: config.oauth.endpointUrl,
+    domain: config.oauth.cookieDomain,
+    oauth: config.oauth,
+    shares,
+    logger: log,
+    ...(config.metricsAddress ? { metricsListen: config.metricsAddress } : {}),
+  });
+
+  const fingerprint = (c: FrontendConfig): string => JSON.stringify(c.oauth);
+  const loaded = fingerprint(config);
+  watchFile(path, { interval: 2000 }, () => {
+    try {
+      const next = loadFrontendConfig(path);
+      current = staticShares(next.shares);
+      log.info({ shares: next.shares.length }, 'configuration reloaded');
+      if (fingerprint(next) !== loaded) log.warn('the oauth section changed; restart the frontend to apply it');
+    } catch (err) {
+      const problems = err instanceof ConfigError ? err.problems : [errorText(err)];
+      log.error({ problems }, 'configuration change rejected; keeping the previous shares');
+    }
+  });
+
+  await untilSignal();
+  unwatchFile(path);
+  log.info('shutting down');
+  await frontend.close();
+}
+
+export function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    process.on('SIGINT', done);
+    process.on('SIGTERM', done);
+  });
+}

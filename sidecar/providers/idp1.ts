@@ -1,0 +1,86 @@
+import { createHash } from 'node:crypto';
+import type { ProviderConfig } from '../config.ts';
+import { callbackError, ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
+import { form, oauthErrorText, providerRequest } from './http.ts';
+
+/**
+ * idp1: the web-search company's OAuth 2.0 provider. Authorization code flow with PKCE against its
+ * authorize and token endpoints, the email from its user info endpoint (`email_verified` must be
+ * true), and RFC 7009 revocation at its revocation endpoint. It issues no refresh token for online
+ * access, so a re-check restarts the login.
+ */
+export function idp1Provider(config: ProviderConfig): Provider {
+  const { name, endpoints } = config;
+  const need = (url: URL | undefined, what: string): URL => {
+    if (!url) throw new ProviderError(name, `no ${what} configured`);
+    return url;
+  };
+  return {
+    name,
+    type: 'idp1',
+    ready: () => Promise.resolve(),
+    authorizationUrl(request) {
+      const url = new URL(need(endpoints.authorize_url, 'authorize_url'));
+      url.search = form({
+        client_id: config.clientId,
+        redirect_uri: request.redirectUri,
+        response_type: 'code',
+        scope: config.scopes.join(' '),
+        state: request.state,
+        ...(config.scopes.includes('openid') ? { nonce: request.nonce } : {}),
+        code_challenge: pkceChallenge(request.codeVerifier),
+        code_challenge_method: 'S256',
+        access_type: 'online',
+      });
+      return Promise.resolve(url);
+    },
+    async completeLogin(input: CallbackInput) {
+      const refused = callbackError(name, input.callbackUrl);
+      if (refused) throw refused;
+      const code = input.callbackUrl.searchParams.get('code');
+      if (!code) throw new ProviderError(name, 'the login response has no authorization code');
+      const token = await providerRequest(name, 'token exchange', need(endpoints.token_url, 'token_url'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        body: form({
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: input.redirectUri,
+          client_id: config.clientId,
+          client_secret: config.clientSecret,
+          code_verifier: input.codeVerifier,
+        }),
+      });
+      const accessToken = (token.json as { access_token?: unknown } | undefined)?.access_token;
+      if (token.status !== 200 || typeof accessToken !== 'string' || accessToken === '') {
+        throw new ProviderError(name, `token exchange refused (HTTP ${token.status}, ${oauthErrorText(token.json)})`);
+      }
+      const info = await providerRequest(name, 'user info', need(endpoints.user_info_url, 'user_info_url'), {
+        method: 'GET',
+        headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
+      });
+      const claims = info.json as { email?: unknown; email_verified?: unknown } | undefined;
+      if (info.status !== 200 || typeof claims?.email !== 'string') {
+        throw new ProviderError(name, `user info returned no email (HTTP ${info.status})`);
+      }
+      return { tokens: { accessToken }, identity: { email: claims.email, verified: claims.email_verified === true } };
+    },
+    canRefresh: () => false,
+    refresh: () => Promise.reject(new ProviderError(name, 'refresh is not supported')),
+    async revoke(tokens: ProviderTokens) {
+      const token = tokens.accessToken ?? tokens.refreshToken;
+      if (!token) return;
+      const result = await providerRequest(name, 'revocation', need(endpoints.revocation_url, 'revocation_url'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: form({ token }),
+      });
+      if (result.status !== 200) throw new ProviderError(name, `revocation refused (HTTP ${result.status})`);
+    },
+    loginPageUrl: () => need(endpoints.login_url, 'login_url'),
+  };
+}
+
+export function pkceChallenge(verifier: string): string {
+  return createHash('sha256').update(verifier).digest('base64url');
+}

@@ -1,0 +1,106 @@
+import type { ProviderConfig } from '../config.ts';
+import { callbackError, ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
+import { form, oauthErrorText, providerRequest } from './http.ts';
+import { pkceChallenge } from './idp1.ts';
+
+interface EmailEntry {
+  email?: unknown;
+  primary?: unknown;
+  verified?: unknown;
+}
+
+/**
+ * idp2: the code-hosting platform's OAuth apps. The email comes from `GET {api}/user/emails`
+ * (the primary address, which must be `verified`); logout deletes the application token with
+ * `DELETE {api}/applications/{client_id}/token` under HTTP basic auth. No refresh tokens.
+ */
+export function idp2Provider(config: ProviderConfig): Provider {
+  const { name, endpoints } = config;
+  const api = (path: string): URL => {
+    const base = endpoints.api_base_url;
+    if (!base) throw new ProviderError(name, 'no api_base_url configured');
+    return new URL(path.replace(/^\//, ''), base.href.endsWith('/') ? base : new URL(`${base.href}/`));
+  };
+  const need = (url: URL | undefined, what: string): URL => {
+    if (!url) throw new ProviderError(name, `no ${what} configured`);
+    return url;
+  };
+  return {
+    name,
+    type: 'idp2',
+    ready: () => Promise.resolve(),
+    authorizationUrl(request) {
+      const url = new URL(need(endpoints.authorize_url, 'authorize_url'));
+      url.search = form({
+        client_id: config.clientId,
+        redirect_uri: request.redirectUri,
+        scope: config.scopes.join(' '),
+        state: request.state,
+        code_challenge: pkceChallenge(request.codeVerifier),
+        code_challenge_method: 'S256',
+        allow_signup: 'false',
+      });
+      return Promise.resolve(url);
+    },
+    async completeLogin(input: CallbackInput) {
+      const refused = callbackError(name, input.callbackUrl);
+      if (refused) throw refused;
+      const code = input.callbackUrl.searchParams.get('code');
+      if (!code) throw new ProviderError(name, 'the login response has no authorization code');
+      const token = await providerRequest(name, 'token exchange', need(endpoints.token_url, 'token_url'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        body: form({
+          client_id: config.clientId,
+          client_secret: config.clientSecret,
+          code,
+          redirect_uri: input.redirectUri,
+          code_verifier: input.codeVerifier,
+        }),
+      });
+      // This provider answers token errors with HTTP 200 and an `error` field.
+      const accessToken = (token.json as { access_token?: unknown } | undefined)?.access_token;
+      if (token.status !== 200 || typeof accessToken !== 'string' || accessToken === '') {
+        throw new ProviderError(name, `token exchange refused (HTTP ${token.status}, ${oauthErrorText(token.json)})`);
+      }
+      const emails = await providerRequest(name, 'email lookup', api('/user/emails'), {
+        method: 'GET',
+        headers: {
+          authorization: `Bearer ${accessToken}`,
+          accept: 'application/vnd.github+json',
+          'user-agent': 'svc-frontend',
+        },
+      });
+      if (emails.status !== 200 || !Array.isArray(emails.json)) {
+        throw new ProviderError(name, `email lookup failed (HTTP ${emails.status})`);
+      }
+      const primary = (emails.json as EmailEntry[]).find((e) => e.primary === true);
+      if (!primary || typeof primary.email !== 'string')
+        throw new ProviderError(name, 'the account has no primary email address');
+      return { tokens: { accessToken }, identity: { email: primary.email, verified: primary.verified === true } };
+    },
+    canRefresh: () => false,
+    refresh: () => Promise.reject(new ProviderError(name, 'refresh is not supported')),
+    async revoke(tokens: ProviderTokens) {
+      if (!tokens.accessToken) return;
+      const basic = Buffer.from(`${config.clientId}:${config.clientSecret}`).toString('base64');
+      const result = await providerRequest(
+        name,
+        'token deletion',
+        api(`/applications/${encodeURIComponent(config.clientId)}/token`),
+        {
+          method: 'DELETE',
+          headers: {
+            authorization: `Basic ${basic}`,
+            accept: 'application/vnd.github+json',
+            'content-type': 'application/json',
+            'user-agent': 'svc-frontend',
+          },
+          body: JSON.stringify({ access_token: tokens.accessToken }),
+        },
+      );
+      if (result.status !== 204) throw new ProviderError(name, `token deletion refused (HTTP ${result.status})`);
+    },
+    loginPageUrl: () => need(endpoints.login_url, 'login_url'),
+  };
+}

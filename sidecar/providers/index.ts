@@ -1,0 +1,20 @@
+import type { ProviderConfig } from '../config.ts';
+import { idp1Provider } from './idp1.ts';
+import { idp2Provider } from './idp2.ts';
+import { oidcProvider } from './oidc.ts';
+import type { Provider } from './types.ts';
+
+export function createProvider(config: ProviderConfig): Provider {
+  switch (config.type) {
+    case 'idp1':
+      return idp1Provider(config);
+    case 'idp2':
+      return idp2Provider(config);
+    case 'oidc':
+      return oidcProvider(config);
+  }
+}
+
+export function createProviders(configs: readonly ProviderConfig[]): Map<string, Provider> {
+  return new Map(configs.map((c) => [c.name, createProvider(c)]));
+}

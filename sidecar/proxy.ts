@@ -1,0 +1,76 @@
+import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { createProxyServer } from 'http-proxy-3';
+import { stripIdentityHeaders } from '../lib/identity-headers.ts';
+import { withoutOwnCookies } from './cookies.ts';
+import type { FrontendMetrics } from './metrics.ts';
+import type { Session } from './session.ts';
+
+/**
+ * The hot path: prepares the incoming headers (identity look-alikes and the frontend's own cookies
+ * removed, the real identity headers added) and streams the request to the share backend over
+ * keep-alive connections. http-proxy-3 is used instead of http-proxy 1.x: same API, maintained,
+ * no deprecated Node APIs (see docs/design.md).
+ */
+export interface ShareProxy {
+  web(req: IncomingMessage, res: ServerResponse, target: URL, onError: (err: Error) => void): void;
+  /** Adds a Set-Cookie (a refreshed session) to the backend's response without replacing the backend's own. */
+  addSetCookie(req: IncomingMessage, cookie: string): void;
+  ws(req: IncomingMessage, socket: Duplex, head: Buffer, target: URL): void;
+  close(): void;
+}
+
+export function createShareProxy(metrics: FrontendMetrics): ShareProxy {
+  const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
+  const proxy = createProxyServer({ xfwd: true, changeOrigin: true, agent, proxyTimeout: 120_000 });
+  const started = new WeakMap<IncomingMessage, bigint>();
+  const extraCookies = new WeakMap<IncomingMessage, string>();
+  proxy.on('proxyRes', (proxyRes, req) => {
+    const extra = extraCookies.get(req);
+    if (extra) proxyRes.headers['set-cookie'] = [...(proxyRes.headers['set-cookie'] ?? []), extra];
+    const t0 = started.get(req);
+    if (t0 !== undefined) metrics.upstreamSeconds.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+  });
+  proxy.on('error', () => {
+    // Errors are handled per request through the callbacks below; this listener keeps an
+    // unexpected one from crashing the process.
+  });
+  return {
+    web(req, res, target, onError) {
+      started.set(req, process.hrtime.bigint());
+      proxy.web(req, res, { target: target.href }, (err) => onError(err));
+    },
+    addSetCookie(req, cookie) {
+      extraCookies.set(req, cookie);
+    },
+    ws(req, socket, head, target) {
+      proxy.ws(req, socket, head, { target: target.href }, () => socket.destroy());
+    },
+    close() {
+      proxy.close();
+      agent.destroy();
+    },
+  };
+}
+
+/**
+ * Rewrites `req.headers` in place for the backend. Runs for every share, OAuth or not: a backend
+ * behind svc must be able to trust `svc-auth-*` headers, and it never sees svc's cookies.
+ */
+export function prepareBackendHeaders(
+  req: IncomingMessage,
+  cookieName: string | undefined,
+  session: Session | undefined,
+): void {
+  stripIdentityHeaders(req.headers);
+  if (cookieName !== undefined) {
+    const cookie = withoutOwnCookies(req.headers.cookie, cookieName);
+    if (cookie === undefined) delete req.headers.cookie;
+    else req.headers.cookie = cookie;
+  }
+  if (session) {
+    req.headers['svc-auth-provider'] = session.provider;
+    req.headers['svc-auth-email'] = session.email;
+    req.headers['svc-auth-expires'] = new Date(session.expiresAt).toISOString();
+  }
+}

@@ -1,0 +1,43 @@
+import { SHARE_TOKEN } from './config.ts';
+import type { ShareSource } from './share-source.ts';
+
+/**
+ * Decides where the frontend may send a browser after logout: only to `endpoint_url`'s own host or
+ * to a share host this frontend serves, on endpoint_url's scheme and port. The input is resolved
+ * the way a browser would (WHATWG URL, relative to endpoint_url), so `//evil`, `/\evil`, `%09`
+ * tricks and user-info confusion are judged by where they really lead. Returns the absolute URL to
+ * emit, or undefined when the target is not allowed.
+ */
+export function allowedRedirect(input: string, endpointUrl: URL, domain: string, shares: ShareSource): URL | undefined {
+  if (input.length === 0 || input.length > 2048) return undefined;
+  // Control characters and whitespace are never part of a legitimate target; browsers strip some of
+  // them silently, which is how several open-redirect payloads smuggle a second URL.
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+  if (/[\u0000-\u0020\u007f-\u009f\\]/u.test(input)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(input, endpointUrl);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== endpointUrl.protocol || url.port !== endpointUrl.port) return undefined;
+  if (url.username || url.password) return undefined;
+  if (url.hostname === endpointUrl.hostname) return url;
+  return shareTokenOfHost(url.hostname, domain, shares) ? url : undefined;
+}
+
+/** The share token when `hostname` is `<token>.<domain>` for a share this frontend serves. */
+export function shareTokenOfHost(hostname: string, domain: string, shares: ShareSource): string | undefined {
+  const suffix = `.${domain}`;
+  if (!hostname.endsWith(suffix)) return undefined;
+  const label = hostname.slice(0, -suffix.length);
+  return SHARE_TOKEN.test(label) && shares.has(label) ? label : undefined;
+}
+
+/** The absolute URL of a path on a share host, on endpoint_url's scheme and port. */
+export function shareUrl(token: string, domain: string, endpointUrl: URL, path = '/'): URL {
+  const base = new URL(endpointUrl.href);
+  base.hostname = `${token}.${domain}`;
+  const safePath = path.startsWith('/') && !path.startsWith('//') ? path : '/';
+  return new URL(safePath, base);
+}

@@ -1,0 +1,79 @@
+import { Writable } from 'node:stream';
+import { parseFrontendConfig, type FrontendConfig } from '../../sidecar/config.ts';
+import { startFrontend, type RunningFrontend } from '../../sidecar/frontend.ts';
+import { staticShares } from '../../sidecar/share-source.ts';
+import { createLogger } from '../../lib/logger.ts';
+
+export const TEST_SIGNING_KEY = 'test-signing-key-0123456789abcdefghijkl';
+export const TEST_ENCRYPTION_KEY = 'test-encryption-key-0123456789';
+
+/** Captured JSON log lines of a frontend under test (to prove secrets never reach them). */
+export class LogCapture extends Writable {
+  readonly lines: string[] = [];
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
+    this.lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+    done();
+  }
+  get text(): string {
+    return this.lines.join('\n');
+  }
+}
+
+export interface TestFrontend {
+  readonly frontend: RunningFrontend;
+  readonly port: number;
+  readonly config: FrontendConfig;
+  readonly logs: LogCapture;
+  /** Host header value of a share (`<token>.svc.localhost:<port>`). */
+  host(token: string): string;
+  readonly authHost: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a real frontend on 127.0.0.1:0 from a config document written the way a user writes
+ * the YAML file (seed field names), validated by the same parser the CLI uses.
+ */
+export async function startTestFrontend(doc: {
+  providers: Record<string, unknown>[];
+  shares: Record<string, unknown>[];
+  oauth?: Record<string, unknown>;
+  domain?: string;
+}): Promise<TestFrontend> {
+  const domain = doc.domain ?? 'svc.localhost';
+  const config = parseFrontendConfig({
+    oauth: {
+      bind_address: '127.0.0.1:0',
+      endpoint_url: `http://auth.${domain}:1`,
+      cookie_name: 'svc-auth-session',
+      cookie_domain: domain,
+      session_lifetime: '6h',
+      intermediate_lifetime: '5m',
+      signing_key: TEST_SIGNING_KEY,
+      encryption_key: TEST_ENCRYPTION_KEY,
+      providers: doc.providers,
+      ...doc.oauth,
+    },
+    shares: doc.shares,
+  });
+  const logs = new LogCapture();
+  const endpoint = config.oauth.endpointUrl;
+  const frontend = await startFrontend({
+    listen: { host: '127.0.0.1', port: 0 },
+    endpointUrl: (port) => new URL(`${endpoint.protocol}//${endpoint.hostname}:${port}`),
+    domain: config.oauth.cookieDomain,
+    oauth: config.oauth,
+    shares: staticShares(config.shares),
+    logger: createLogger('frontend-test', { level: 'debug', destination: logs }),
+    metricsListen: { host: '127.0.0.1', port: 0 },
+  });
+  return {
+    frontend,
+    port: frontend.port,
+    config,
+    logs,
+    host: (token) => `${token}.${domain}:${frontend.port}`,
+    authHost: `${frontend.endpointUrl.host}`,
+    close: () => frontend.close(),
+  };
+}
