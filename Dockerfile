@@ -1,0 +1,24 @@
+# One image for every svc role; the role is the `svc` subcommand given as the container's args:
+#   svc operator ... | svc frontend --config ... | svc agent backend ... | (later) svc controller ...
+# Node 24 runs the TypeScript sources directly (type stripping), so there is no build step.
+#
+#   docker build -t registry.example.com/svc:0.1.0 .
+#
+# Runs as the non-root uid 1000 (numeric, so runAsNonRoot can verify it), writes nothing outside
+# /tmp (mount an emptyDir there), and works with readOnlyRootFilesystem: true.
+
+FROM node:24-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+# Production dependencies only; no install scripts (none of them needs one).
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+FROM node:24-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+# .dockerignore admits only package*.json and the runtime source folders (tests excluded).
+COPY . .
+USER 1000:1000
+ENTRYPOINT ["node", "/app/bin/svc.js"]
+CMD ["--help"]

@@ -1,0 +1,66 @@
+{{/* Common labels. */}}
+{{- define "svc.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: svc
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Selector labels of one component: include "svc.selector" (list . "operator") */}}
+{{- define "svc.selector" -}}
+app.kubernetes.io/name: svc
+app.kubernetes.io/instance: {{ (index . 0).Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end }}
+
+{{/* The image reference every role runs (operator, share pods, auth endpoint). */}}
+{{- define "svc.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end }}
+
+{{- define "svc.operatorName" -}}
+{{ .Release.Name }}-operator
+{{- end }}
+
+{{- define "svc.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{ .Values.serviceAccount.name | default (include "svc.operatorName" .) }}
+{{- else -}}
+{{ .Values.serviceAccount.name | default "default" }}
+{{- end -}}
+{{- end }}
+
+{{/* The installation's frontend Secret (key oauth.yaml): <release>-frontend or frontend.existingSecret. */}}
+{{- define "svc.frontendSecretName" -}}
+{{ .Values.frontend.existingSecret | default (printf "%s-frontend" .Release.Name) }}
+{{- end }}
+
+{{/* Whether OAuth is configured (values or an existing Secret): deploys the auth endpoint. */}}
+{{- define "svc.oauthEnabled" -}}
+{{- if or .Values.frontend.existingSecret (not (empty .Values.frontend.oauth)) -}}true{{- end -}}
+{{- end }}
+
+{{/* The oauth: section as the frontend reads it; the chart fixes bind_address for the pods' port. */}}
+{{- define "svc.oauthSection" -}}
+{{- $oauth := mergeOverwrite (deepCopy .Values.frontend.oauth) (dict "bind_address" "0.0.0.0:8080") -}}
+{{- toYaml (dict "oauth" $oauth) -}}
+{{- end }}
+
+{{/* Share hosts are <token>.<shareDomain>. */}}
+{{- define "svc.shareDomain" -}}
+{{- $fromCookie := trimPrefix "." (toString (get (default (dict) .Values.frontend.oauth) "cookie_domain")) -}}
+{{- .Values.shareDomain | default $fromCookie | required "shareDomain is required (share hosts are <token>.<shareDomain>); set it or frontend.oauth.cookie_domain" -}}
+{{- end }}
+
+{{/* Host the auth endpoint's Ingress serves: auth.host or the host of frontend.oauth.endpoint_url. */}}
+{{- define "svc.authHost" -}}
+{{- $endpoint := toString (get (default (dict) .Values.frontend.oauth) "endpoint_url") -}}
+{{- $fromEndpoint := "" -}}
+{{- if $endpoint }}{{ $fromEndpoint = (urlParse $endpoint).hostname }}{{ end -}}
+{{- .Values.auth.host | default $fromEndpoint | required "auth.host is required with frontend.existingSecret (the host of the oauth endpoint_url)" -}}
+{{- end }}
