@@ -1,0 +1,23 @@
+import { createSealer } from '../../sidecar/seal.ts';
+import type { Session } from '../../sidecar/session.ts';
+import { TEST_ENCRYPTION_KEY, TEST_SIGNING_KEY } from './frontend.ts';
+
+/**
+ * Mints a session cookie exactly as the frontend seals it, with the test keys. Used by tests that
+ * exercise what happens to an authenticated request (header and cookie handling, share binding);
+ * the login flow itself is covered end to end against real providers.
+ */
+export function mintSessionCookie(
+  session: Partial<Session> & { share: string; provider: string },
+  keys = { signing: TEST_SIGNING_KEY, encryption: TEST_ENCRYPTION_KEY },
+): string {
+  const now = Date.now();
+  const full: Session = {
+    email: 'alice@example.com',
+    expiresAt: now + 3600_000,
+    checkedAt: now,
+    tokens: { accessToken: 'at-secret-value' },
+    ...session,
+  };
+  return `svc-auth-session=${createSealer(keys.signing, keys.encryption).seal('session', full, full.expiresAt)}`;
+}
