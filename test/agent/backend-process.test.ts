@@ -1,0 +1,132 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT, svc, tempDir } from '../serve/harness.ts';
+import { echoBackend, request } from './http.ts';
+
+/** `svc agent backend` as the operator's share pods run it (CONTRACTS.md, "Agent backend process"). */
+let backend: Awaited<ReturnType<typeof echoBackend>>;
+
+beforeAll(async () => {
+  backend = await echoBackend();
+});
+afterAll(async () => {
+  await backend.close();
+});
+
+async function runBackend(args: string[]): Promise<{ port: number; stop(): Promise<number | null> }> {
+  const child = spawn(join(ROOT, 'node_modules/.bin/node'), [join(ROOT, 'bin/svc.js'), 'agent', 'backend', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, SVC_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stderr.on('data', (c: Buffer) => {
+      err += c.toString();
+      const match = /"listen":"[^"]*:(\d+)"/.exec(err);
+      if (match) resolve(Number(match[1]));
+    });
+    void exited.then((code) => reject(new Error(`svc agent backend exited ${code}: ${err}`)));
+  });
+  return {
+    port,
+    stop: () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+describe('svc agent backend', () => {
+  it('proxies every path (health paths included) to the target and strips identity look-alikes', async () => {
+    const running = await runBackend(['--backend-mode', 'proxy', '--target', backend.url, '--listen', '127.0.0.1:0']);
+    try {
+      for (const path of ['/app?q=1', '/healthz', '/readyz']) {
+        const reply = await request(running.port, path, {
+          headers: { 'svc-auth-email': 'x@example.com', svc_auth_provider: 'x' },
+        });
+        const seen = JSON.parse(reply.body) as { url: string; headers: Record<string, string> };
+        expect(seen.url).toBe(path);
+        expect(seen.headers['svc-auth-email']).toBeUndefined();
+        expect(seen.headers.svc_auth_provider).toBeUndefined();
+      }
+    } finally {
+      expect(await running.stop()).toBe(0);
+    }
+  });
+
+  it('passes identity headers on loopback when the OAuth sidecar is in front', async () => {
+    const running = await runBackend([
+      '--backend-mode',
+      'proxy',
+      '--target',
+      backend.url,
+      '--listen',
+      '127.0.0.1:0',
+      '--identity-headers',
+      'pass',
+    ]);
+    try {
+      const reply = await request(running.port, '/', { headers: { 'svc-auth-email': 'alice@example.com' } });
+      expect((JSON.parse(reply.body) as { headers: Record<string, string> }).headers['svc-auth-email']).toBe(
+        'alice@example.com',
+      );
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('serves a folder in web mode', async () => {
+    const dir = tempDir('svc-backend-');
+    mkdirSync(join(dir, 'www'));
+    writeFileSync(join(dir, 'www', 'index.html'), 'pod page');
+    writeFileSync(join(dir, 'secret.txt'), 'outside');
+    const running = await runBackend([
+      '--backend-mode',
+      'web',
+      '--target',
+      join(dir, 'www'),
+      '--listen',
+      '127.0.0.1:0',
+    ]);
+    try {
+      expect((await request(running.port, '/')).body).toBe('pod page');
+      expect((await request(running.port, '/%2e%2e/secret.txt')).status).toBe(400);
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('refuses unsafe or invalid arguments, naming each', async () => {
+    const result = await svc([
+      'agent',
+      'backend',
+      '--backend-mode',
+      'web',
+      '--target',
+      '/no/such/folder',
+      '--listen',
+      '0.0.0.0:0',
+      '--identity-headers',
+      'pass',
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('--identity-headers: pass is only allowed on a loopback listener');
+    expect(result.stderr).toContain('--target: folder /no/such/folder does not exist');
+    const bad = await svc([
+      'agent',
+      'backend',
+      '--backend-mode',
+      'proxy',
+      '--target',
+      'nope',
+      '--listen',
+      '127.0.0.1:0',
+    ]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('--target: must be an absolute URL, got "nope"');
+  });
+});
