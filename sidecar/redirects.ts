@@ -34,10 +34,19 @@ export function shareTokenOfHost(hostname: string, domain: string, shares: Share
   return SHARE_TOKEN.test(label) && shares.has(label) ? label : undefined;
 }
 
-/** The absolute URL of a path on a share host, on endpoint_url's scheme and port. */
+/**
+ * The absolute URL of a path on a share host, on endpoint_url's scheme and port. The path is set
+ * as a path, never resolved as a URL reference, so `//evil`, `/\\evil` or `https:evil` can only
+ * ever name a path on the share host.
+ */
 export function shareUrl(token: string, domain: string, endpointUrl: URL, path = '/'): URL {
-  const base = new URL(endpointUrl.href);
-  base.hostname = `${token}.${domain}`;
-  const safePath = path.startsWith('/') && !path.startsWith('//') ? path : '/';
-  return new URL(safePath, base);
+  const url = new URL(endpointUrl.origin);
+  url.hostname = `${token}.${domain}`;
+  const hash = path.indexOf('#');
+  const withoutHash = hash === -1 ? path : path.slice(0, hash);
+  const query = withoutHash.indexOf('?');
+  const pathname = query === -1 ? withoutHash : withoutHash.slice(0, query);
+  url.pathname = pathname.startsWith('/') ? pathname : '/';
+  url.search = query === -1 ? '' : withoutHash.slice(query);
+  return url;
 }

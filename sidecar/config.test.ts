@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../lib/errors.ts';
+import { parseFrontendConfig } from './config.ts';
+
+const valid = () => ({
+  oauth: {
+    bind_address: '0.0.0.0:8080',
+    endpoint_url: 'https://auth.example.com',
+    cookie_name: 'svc-auth-session',
+    cookie_domain: 'example.com',
+    session_lifetime: '6h',
+    intermediate_lifetime: '5m',
+    signing_key: 's'.repeat(32),
+    encryption_key: 'e'.repeat(24),
+    providers: [
+      { name: 'google', type: 'idp1', client_id: 'id', client_secret: 'secret' },
+      { name: 'github', type: 'idp2', client_id: 'id', client_secret: 'secret' },
+      {
+        name: 'corp',
+        type: 'oidc',
+        client_id: 'id',
+        client_secret: 'secret',
+        scopes: ['openid', 'email'],
+        issuer: 'https://idp.example.com',
+        supports_pkce: true,
+      },
+    ],
+  },
+  shares: [
+    {
+      token: 'abc123',
+      target: 'http://127.0.0.1:3000',
+      oauth_provider: 'corp',
+      oauth_email_address_patterns: ['*@example.com'],
+    },
+  ],
+});
+
+function problemsOf(doc: unknown): readonly string[] {
+  try {
+    parseFrontendConfig(doc, 'test.yaml');
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
+describe('frontend configuration', () => {
+  it('accepts the seed example and fills only documented defaults', () => {
+    const config = parseFrontendConfig(valid());
+    expect(config.oauth.sessionLifetimeMs).toBe(6 * 3600_000);
+    expect(config.oauth.intermediateLifetimeMs).toBe(5 * 60_000);
+    expect(config.oauth.providers.map((p) => p.type)).toEqual(['idp1', 'idp2', 'oidc']);
+    expect(config.oauth.providers[0]?.endpoints.token_url?.href).toBe('https://oauth2.googleapis.com/token');
+    expect(config.oauth.providers[1]?.endpoints.api_base_url?.href).toBe('https://api.github.com/');
+    expect(config.shares[0]?.oauth?.checkIntervalMs).toBe(3 * 3600_000);
+  });
+
+  it('reports every mistake at once, each with its field path', () => {
+    const doc = valid();
+    const o = doc.oauth as Record<string, unknown>;
+    delete o.cookie_name;
+    o.signing_key = 'short';
+    o.encryption_key = 'tiny';
+    o.session_lifetime = 'forever';
+    o.bind_address = 'localhost';
+    o.endpoint_url = 'not a url';
+    o.colour = 'blue';
+    o.providers = [
+      { name: 'corp', type: 'oidc', client_id: 'id', client_secret: 'secret' },
+      { name: 'x', type: 'saml', client_id: 'id' },
+      { name: 'corp', type: 'idp1', client_id: 'id', client_secret: 's', issuer: 'https://x' },
+    ];
+    doc.shares = [
+      {
+        token: 'Bad_Token',
+        target: 'ftp://x',
+        oauth_provider: 'nope',
+        oauth_email_address_patterns: ['[abc'],
+        oauth_check_interval: '3 hours',
+      } as never,
+    ];
+    const problems = problemsOf(doc);
+    const expected = [
+      'oauth.colour: unknown field',
+      'oauth.bind_address: must be ip:port',
+      'oauth.endpoint_url: must be an absolute URL',
+      'oauth.cookie_name: required',
+      'oauth.session_lifetime: must be a duration',
+      'oauth.signing_key: must be at least 32 characters',
+      'oauth.encryption_key: must be at least 24 characters',
+      'oauth.providers[0].scopes: required',
+      'oauth.providers[0].issuer: required',
+      'oauth.providers[0].supports_pkce: required',
+      'oauth.providers[1].type: must be one of idp1, idp2, oidc',
+      'oauth.providers[1].client_secret: required',
+      'oauth.providers[2].issuer: only applies to type oidc',
+      'shares[0].token: must be a DNS label',
+      'shares[0].target: must be an http or https URL',
+      'shares[0].oauth_email_address_patterns[0]:',
+      'shares[0].oauth_check_interval: must be a duration',
+    ];
+    for (const text of expected)
+      expect(
+        problems.some((p) => p.startsWith(text)),
+        `${text}\n${problems.join('\n')}`,
+      ).toBe(true);
+  });
+
+  it('has no defaults for the oauth section: an empty one lists every required field', () => {
+    const problems = problemsOf({ oauth: {}, shares: [] });
+    for (const field of [
+      'bind_address',
+      'endpoint_url',
+      'cookie_name',
+      'cookie_domain',
+      'session_lifetime',
+      'intermediate_lifetime',
+      'signing_key',
+      'encryption_key',
+    ]) {
+      expect(problems).toContain(`oauth.${field}: required`);
+    }
+    expect(problems).toContain('oauth.providers: required: at least one provider');
+  });
+
+  it('refuses keys that are equal, a cookie domain that misses the endpoint, and plain http off loopback', () => {
+    const doc = valid();
+    const o = doc.oauth as Record<string, unknown>;
+    o.encryption_key = o.signing_key;
+    o.cookie_domain = 'other.org';
+    (o.providers as Record<string, unknown>[])[2]!.issuer = 'http://idp.example.com';
+    const problems = problemsOf(doc);
+    expect(problems).toContain('oauth.encryption_key: must differ from signing_key');
+    expect(problems.some((p) => p.startsWith('oauth.cookie_domain: must contain the endpoint_url host'))).toBe(true);
+    expect(problems.some((p) => p.includes('plain http on a non-loopback host; set insecure_allow_http'))).toBe(true);
+    (o.providers as Record<string, unknown>[])[2]!.insecure_allow_http = true;
+    o.encryption_key = 'e'.repeat(24);
+    o.cookie_domain = 'example.com';
+    expect(problemsOf(doc)).toEqual([]);
+  });
+
+  it('requires a provider for OAuth share options and knows the provider names', () => {
+    const doc = valid();
+    doc.shares = [
+      { token: 'a1', target: 'http://x', oauth_email_address_patterns: ['*@x.io'] } as never,
+      { token: 'a2', target: 'http://x', oauth_provider: 'missing' } as never,
+    ];
+    const problems = problemsOf(doc);
+    expect(problems).toContain(
+      'shares[0].oauth_provider: required when oauth_email_address_patterns or oauth_check_interval is set',
+    );
+    expect(problems).toContain(
+      'shares[1].oauth_provider: unknown provider "missing" (configured: google, github, corp)',
+    );
+  });
+});

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { LoginStates } from './login-state.ts';
+import { createSealer } from './seal.ts';
+
+const sealer = createSealer('s'.repeat(32), 'e'.repeat(24));
+const cookieOf = (setCookie: string) => setCookie.split(';')[0];
+
+describe('login state', () => {
+  it('completes once and refuses the replay', () => {
+    const states = new LoginStates(sealer, 'svc-auth-session', 60_000, { domain: 'example.com', secure: true });
+    const login = states.start('corp', 'abc', '/x?y=1');
+    const done = states.complete('corp', login.state, cookieOf(login.setCookie));
+    expect(done).toMatchObject({
+      state: { provider: 'corp', share: 'abc', path: '/x?y=1' },
+      nonce: login.nonce,
+      codeVerifier: login.codeVerifier,
+    });
+    expect(states.complete('corp', login.state, cookieOf(login.setCookie))).toBe('the login state was already used');
+  });
+
+  it('refuses an expired state (intermediate_lifetime) and a cookie from another login', async () => {
+    const states = new LoginStates(sealer, 'svc-auth-session', 30, { domain: 'example.com', secure: true });
+    const first = states.start('corp', 'abc', '/');
+    const second = states.start('corp', 'abc', '/');
+    expect(states.complete('corp', first.state, cookieOf(second.setCookie))).toBe(
+      'the login was started in another browser or has expired',
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    expect(states.complete('corp', second.state, cookieOf(second.setCookie))).toBe(
+      'the login state is invalid or expired',
+    );
+  });
+
+  it('keeps the PKCE verifier and nonce out of the state parameter', () => {
+    const states = new LoginStates(sealer, 'svc-auth-session', 60_000, { domain: 'example.com', secure: false });
+    const login = states.start('corp', 'abc', '/');
+    const opened = sealer.open<Record<string, unknown>>('state', login.state);
+    expect(Object.keys(opened ?? {}).sort()).toEqual(['id', 'path', 'provider', 'share']);
+  });
+});
