@@ -71,7 +71,7 @@ ${tokens.map((t) => `  - { token: ${t}, target: "${backend.url.href}" }`).join('
 
   it('keeps the last good shares when an edit is invalid, and logs why without secrets', async () => {
     writeFileSync(file, 'oauth: {}\nshares: nope\n');
-    expect(await eventually(async () => stderr.includes('configuration change rejected'))).toBe(true);
+    expect(await eventually(() => Promise.resolve(stderr.includes('configuration change rejected')))).toBe(true);
     expect((await get(port, host('two'), '/')).status).toBe(200);
     expect(stderr).not.toContain('very-secret-value');
     expect(stderr).not.toContain('k'.repeat(40));
