@@ -55,22 +55,41 @@ import (
 )
 GO
   (cd "$tools" && go mod tidy >/dev/null 2>&1 || true)
+  # Stamp the version the way the Kubernetes Makefile does: the API server reports it in /version,
+  # which Helm checks against a chart's kubeVersion.
+  local minor="${K8S_VERSION#v1.}"
+  minor="${minor%%.*}"
+  local ldflags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+  done
   for cmd in kube-apiserver kube-controller-manager; do
-    if [ ! -x "$OUT/$cmd" ]; then
+    if ! k8s_current "$cmd"; then
       log "building $cmd $K8S_VERSION (several minutes the first time)"
-      (cd "$tools" && go build -trimpath -ldflags="-s -w" -o "$OUT/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd")
+      (cd "$tools" && go build -trimpath -ldflags="$ldflags" -o "$OUT/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd")
       mv "$OUT/$cmd.tmp" "$OUT/$cmd"
     fi
   done
 }
 
-if [ ! -x "$OUT/kube-apiserver" ] || [ ! -x "$OUT/kube-controller-manager" ]; then
+# A binary is reused when it exists and reports the wanted version.
+k8s_current() { [ -x "$OUT/$1" ] && "$OUT/$1" --version 2>/dev/null | grep -qx "Kubernetes $K8S_VERSION"; }
+helm_current() { [ -x "$OUT/helm" ] && "$OUT/helm" version --template '{{.Version}}' 2>/dev/null | grep -qx "$HELM_VERSION"; }
+
+if ! k8s_current kube-apiserver || ! k8s_current kube-controller-manager; then
   build_k8s
 fi
 
-if [ ! -x "$OUT/helm" ]; then
+if ! helm_current; then
   log "building helm $HELM_VERSION"
-  GOTOOLCHAIN=local GOBIN="$OUT" go install -trimpath -ldflags="-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  # As helm's Makefile: its version, and the Kubernetes version `helm template` assumes by default.
+  helm_k8s_minor="${K8S_VERSION#v1.}"
+  helm_k8s_minor="${helm_k8s_minor%%.*}"
+  helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+    helm_ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$helm_k8s_minor"
+  done
+  GOTOOLCHAIN=local GOBIN="$OUT" go install -trimpath -ldflags="$helm_ldflags" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 fi
 
 echo "$OUT"
