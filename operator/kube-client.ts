@@ -142,10 +142,11 @@ export class KubeClient {
     await new Promise<void>((resolve, reject) => {
       let failed = false;
       const fail = (err: unknown): void => {
+        if (failed) return;
         failed = true;
+        reject(err instanceof Error ? err : new Error(String(err)));
         lines.close();
         res.destroy();
-        reject(err instanceof Error ? err : new Error(String(err)));
       };
       lines.on('line', (line) => {
         if (failed || line.trim() === '') return;
