@@ -12,7 +12,17 @@ export function registerServeCommands(program: Command): void {
     )
     .option('--data-dir <dir>', "state and local API socket (default $SVC_DATA_DIR, the config's data_dir, or ~/.svc)")
     .option('--listen <ip:port>', 'frontend listen address (overrides the config; default 127.0.0.1:8080)')
-    .action(async (opts: { config?: string; dev?: boolean; dataDir?: string; listen?: string }) => {
+    .option('--check', 'validate the configuration, print a summary and exit')
+    .action(async (opts: { config?: string; dev?: boolean; dataDir?: string; listen?: string; check?: boolean }) => {
+      if (opts.check) {
+        const { loadServeConfig, parseServeConfig } = await import('../agent/serve-config.ts');
+        const config = opts.config ? loadServeConfig(opts.config) : parseServeConfig({});
+        const { host, port } = config.frontend.listen;
+        process.stdout.write(
+          `${opts.config ?? '(defaults)'}: valid (frontend ${host}:${port}, shares at <token>.${config.frontend.domain}, ${config.oauth ? `${config.oauth.providers.length} provider(s)` : 'no OAuth'})\n`,
+        );
+        return;
+      }
       const { runServe } = await import('../agent/serve.ts');
       await runServe(opts);
     });

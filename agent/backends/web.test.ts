@@ -139,6 +139,23 @@ describe('web backend', () => {
   });
 });
 
+describe('web backend with its folder gone', () => {
+  it('answers 404 until the folder is back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-web-gone-'));
+    const folder = join(dir, 'www');
+    const running = await listenHandler(webBackend({ root: folder, logger }), { host: '127.0.0.1', port: 0 });
+    try {
+      expect((await request(running.port, '/')).status).toBe(404);
+      mkdirSync(folder);
+      writeFileSync(join(folder, 'index.html'), 'back');
+      expect((await request(running.port, '/')).body).toBe('back');
+    } finally {
+      await running.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('decodeSegments', () => {
   it('decodes once and refuses dot segments, slashes, backslashes and NUL', () => {
     expect(decodeSegments('/a/b%20c/')).toEqual(['a', 'b c']);

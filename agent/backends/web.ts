@@ -36,11 +36,9 @@ export function assertDirectory(path: string): void {
  * not served. Directory listing is opt-in.
  */
 export function webBackend(options: WebBackendOptions): BackendHandler {
-  const rootPromise = realpath(options.root);
-  rootPromise.catch(() => undefined);
   return {
     request(req, res) {
-      serve(req, res, rootPromise, options).catch((err: unknown) => {
+      serve(req, res, options).catch((err: unknown) => {
         options.logger.warn({ err: errorText(err) }, 'web backend failed to serve a file');
         if (!res.headersSent) sendText(res, 500, 'Internal Server Error');
         else res.destroy();
@@ -50,12 +48,7 @@ export function webBackend(options: WebBackendOptions): BackendHandler {
   };
 }
 
-async function serve(
-  req: IncomingMessage,
-  res: ServerResponse,
-  rootPromise: Promise<string>,
-  options: WebBackendOptions,
-): Promise<void> {
+async function serve(req: IncomingMessage, res: ServerResponse, options: WebBackendOptions): Promise<void> {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('allow', 'GET, HEAD');
     return sendText(res, 405, 'Method Not Allowed');
@@ -66,7 +59,9 @@ async function serve(
   const segments = decodeSegments(rawPath);
   if (!segments) return sendText(res, 400, 'Bad Request');
   if (segments.some((s) => s.startsWith('.') && s !== '.well-known')) return sendText(res, 404, 'Not Found');
-  const root = await rootPromise;
+  // Resolved per request: a folder that is gone (or replaced) answers 404 until it is back.
+  const root = await realpath(options.root).catch(() => undefined);
+  if (root === undefined) return sendText(res, 404, 'Not Found');
   const resolved = await resolveInside(root, join(root, ...segments));
   if (!resolved) return sendText(res, 404, 'Not Found');
   const st = await stat(resolved);
