@@ -61,8 +61,8 @@ const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const DOMAIN = /^\.?(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
-const TOP_KEYS = ['oauth', 'shares', 'metrics_address'];
-const OAUTH_KEYS = [
+export const TOP_KEYS = ['oauth', 'shares', 'metrics_address'];
+export const OAUTH_KEYS = [
   'bind_address',
   'endpoint_url',
   'cookie_name',
@@ -73,7 +73,7 @@ const OAUTH_KEYS = [
   'encryption_key',
   'providers',
 ];
-const PROVIDER_KEYS = [
+export const PROVIDER_KEYS = [
   'name',
   'type',
   'client_id',
@@ -89,7 +89,7 @@ const PROVIDER_KEYS = [
   'login_url',
   'insecure_allow_http',
 ];
-const SHARE_KEYS = ['token', 'target', 'oauth_provider', 'oauth_email_address_patterns', 'oauth_check_interval'];
+export const SHARE_KEYS = ['token', 'target', 'oauth_provider', 'oauth_email_address_patterns', 'oauth_check_interval'];
 
 /** Loads and validates a frontend config file; throws one ConfigError listing every problem. */
 export function loadFrontendConfig(path: string): FrontendConfig {

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what the test suite talks to, so `npm test` on a fresh machine needs nothing by hand:
+# Debian's chromium (browser tests), etcd-server (Kubernetes tests) and nginx (benchmark peer),
+# then kube-apiserver, kube-controller-manager and helm built once with Go into a cache directory
+# outside the repository. Each step is skipped when its result is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "[prereqs] apt-get install ${missing[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "[prereqs] missing Debian packages: ${missing[*]} — run: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+bash test/k8s/provide-binaries.sh >/dev/null

@@ -1,0 +1,17 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { OAUTH_KEYS, PROVIDER_KEYS, SHARE_KEYS, TOP_KEYS } from '../sidecar/config.ts';
+
+/** The README's configuration reference is checked against the parser's key lists, so they cannot drift. */
+describe('README configuration reference', () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+
+  it.each([...OAUTH_KEYS, ...PROVIDER_KEYS, ...SHARE_KEYS, ...TOP_KEYS])('documents `%s`', (key) => {
+    expect(readme).toContain(`\`${key}\``);
+  });
+
+  it('names the two set-up commands', () => {
+    expect(readme).toContain('npm ci && npm start');
+    expect(readme).toContain('npm ci && npm test');
+  });
+});
