@@ -28,8 +28,13 @@ describe('idp1 provider flow', () => {
       share('two', { oauth_provider: 'idp2' }),
     ];
     const providers = [idp1.providerConfig('idp1'), idp2.providerConfig('idp2')];
-    fe = await startTestFrontend({ providers, shares });
-    shortFe = await startTestFrontend({ providers, shares, oauth: { intermediate_lifetime: '2s' } });
+    // Same keys and domain, and share `flip` under another provider: as if the share's provider changed.
+    fe = await startTestFrontend({ providers, shares: [...shares, share('flip', { oauth_provider: 'idp1' })] });
+    shortFe = await startTestFrontend({
+      providers,
+      shares: [...shares, share('flip', { oauth_provider: 'idp2' })],
+      oauth: { intermediate_lifetime: '2s' },
+    });
     idp1.redirectUris = [fe, shortFe].map((f) => `http://${f.authHost}/idp1/auth/callback`);
     idp2.redirectUris = [fe, shortFe].map((f) => `http://${f.authHost}/idp2/auth/callback`);
   });
@@ -99,7 +104,7 @@ describe('idp1 provider flow', () => {
     expect(Date.parse(expires) - Date.now()).toBeLessThanOrEqual(6 * 3600_000);
     expect(seen.headers.cookie ?? '').not.toContain('svc-auth');
     expect(callbackReply.headers['set-cookie']?.join('\n')).toMatch(
-      /svc-auth-session=\S+; Path=\/; Domain=svc\.localhost; Max-Age=21600; HttpOnly; SameSite=Lax/,
+      /svc-auth-session=\S+; Path=\/; Domain=svc\.localhost; Max-Age=(21600|2159\d); HttpOnly; SameSite=Lax/,
     );
 
     // The server checked the verifier against the challenge it was given, and the token worked at user info.
@@ -250,6 +255,14 @@ describe('idp1 provider flow', () => {
     const onIdp2Share = await get(fe.port, fe.host('two'), '/', { headers: { cookie: session } });
     expect(onIdp2Share.status).toBe(302);
     expect(onIdp2Share.headers.location).toMatch(new RegExp(`^${idp2.url.origin}/login/oauth/authorize\\?`));
+
+    // Same share token, same keys, but there the share is protected by idp2: the session's provider binds it.
+    const flip = await login('flip');
+    const sameShareOtherProvider = await get(shortFe.port, shortFe.host('flip'), '/', {
+      headers: { cookie: flip.session },
+    });
+    expect(sameShareOtherProvider.status).toBe(302);
+    expect(sameShareOtherProvider.headers.location).toMatch(new RegExp(`^${idp2.url.origin}/login/oauth/authorize\\?`));
 
     const revocations = idp1.revocationRequests.length;
     const deletions = idp2.deletions.length;
