@@ -248,7 +248,6 @@ describe('operator: Share on a real API server', () => {
     const invalid = await operator.metrics.total('reconciles', { kind: 'Share', result: 'invalid' });
     const errors = await operator.metrics.total('reconciles', { kind: 'Share', result: 'error' });
     const after = await operator.metrics.total('reconciles', { kind: 'Share' });
-    console.log('COUNTS', { invalid, errors, delta: after - before });
     expect(invalid).toBeLessThanOrEqual(2);
     expect(errors).toBe(0);
     expect(after - before).toBeLessThanOrEqual(3);

@@ -1,0 +1,167 @@
+import { parse as parseYaml } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { parseInstallation, type Installation } from './installation.ts';
+import type { Share } from './resources.ts';
+import { desiredShareChildren, validateShare, type ValidShare } from './share-children.ts';
+import { deriveToken } from './token.ts';
+
+const section = {
+  bind_address: '0.0.0.0:8443',
+  endpoint_url: 'https://auth.share.example.com',
+  cookie_name: 'svc-auth-session',
+  cookie_domain: 'share.example.com',
+  session_lifetime: '6h',
+  intermediate_lifetime: '5m',
+  signing_key: 's'.repeat(32),
+  encryption_key: 'e'.repeat(24),
+  providers: [{ name: 'google', type: 'idp1', client_id: 'id', client_secret: 'shh' }],
+};
+
+function installation(): Installation {
+  const r = parseInstallation({ 'oauth.yaml': Buffer.from(JSON.stringify({ oauth: section })).toString('base64') });
+  if (!r.ok) throw new Error(r.problems.join('; '));
+  return r.installation;
+}
+
+function share(name: string, spec: Share['spec']): Share {
+  return {
+    apiVersion: 'svc.dev/v1alpha1',
+    kind: 'Share',
+    metadata: { name, namespace: 'team', uid: 'uid-1', generation: 1 },
+    spec,
+  };
+}
+
+function valid(s: Share, inst: Installation | undefined = installation()): ValidShare {
+  const v = validateShare(s, inst);
+  if (!v.ok) throw new Error(v.problems.join('; '));
+  return v.share;
+}
+
+describe('validateShare', () => {
+  it('derives the token from the uid when spec.token is absent', () => {
+    expect(valid(share('a', { backendMode: 'proxy', target: 'http://x' })).token).toBe(deriveToken('uid-1'));
+    expect(valid(share('a', { backendMode: 'proxy', target: 'http://x', token: 'mine' })).token).toBe('mine');
+  });
+
+  it('reports every problem the schema cannot catch, with field paths', () => {
+    const v = validateShare(
+      share('Bad.Name', {
+        backendMode: 'web',
+        target: '/etc/passwd',
+        oauth: { provider: 'nope', emailAddressPatterns: ['[oops'], checkInterval: 'soon' },
+      }),
+      installation(),
+    );
+    expect(v.ok).toBe(false);
+    if (v.ok) return;
+    expect(v.reason).toBe('InvalidSpec');
+    expect(v.problems).toEqual([
+      expect.stringMatching(/^metadata\.name: must be a DNS label/),
+      expect.stringMatching(/^spec\.target: must be a directory under \/srv\/share/),
+      'spec.webVolume: set exactly one of configMap or persistentVolumeClaim for backendMode web',
+      expect.stringMatching(/^spec\.oauth\.emailAddressPatterns\[0\]: /),
+      'spec.oauth.checkInterval: must be a duration such as 30m or 3h, got "soon"',
+      'spec.oauth.provider: unknown provider "nope" (the installation configures: google)',
+    ]);
+  });
+
+  it('waits for the installation when an OAuth share cannot be configured yet', () => {
+    const v = validateShare(
+      share('a', { backendMode: 'proxy', target: 'http://x', oauth: { provider: 'google' } }),
+      undefined,
+    );
+    expect(v).toMatchObject({ ok: false, reason: 'InstallationNotReady' });
+  });
+
+  it('rejects names whose Service name would exceed a DNS label', () => {
+    expect(validateShare(share('x'.repeat(54), { backendMode: 'proxy', target: 'http://x' }), undefined).ok).toBe(
+      false,
+    );
+    expect(validateShare(share('x'.repeat(53), { backendMode: 'proxy', target: 'http://x' }), undefined).ok).toBe(true);
+  });
+});
+
+describe('desiredShareChildren', () => {
+  const opts = { image: 'svc:1', domain: 'share.example.com', installation: installation() };
+
+  it('builds agent-only children for a public share without OAuth', () => {
+    const s = share('plain', { backendMode: 'proxy', target: 'http://app:8080', token: 'tok' });
+    const c = desiredShareChildren(s, valid(s), opts);
+    expect(c.secret).toBeUndefined();
+    const pod = (c.deployment.spec as { template: { spec: { containers: { name: string; args: string[] }[] } } })
+      .template.spec;
+    expect(pod.containers.map((x) => x.name)).toEqual(['agent']);
+    expect(pod.containers[0]?.args).toEqual([
+      'agent',
+      'backend',
+      '--backend-mode',
+      'proxy',
+      '--target',
+      'http://app:8080',
+      '--listen',
+      '0.0.0.0:9000',
+      '--identity-headers',
+      'strip',
+    ]);
+    expect(c.service.spec).toMatchObject({ ports: [{ port: 80, targetPort: 9000 }] });
+    expect(c.ingress?.spec).toMatchObject({ rules: [{ host: 'tok.share.example.com' }] });
+    expect(c.deployment.metadata.ownerReferences).toEqual([
+      {
+        apiVersion: 'svc.dev/v1alpha1',
+        kind: 'Share',
+        name: 'plain',
+        uid: 'uid-1',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+  });
+
+  it('puts the OAuth sidecar in front and writes its config from the installation', () => {
+    const s = share('sec', {
+      backendMode: 'proxy',
+      target: 'http://app',
+      token: 'sec',
+      oauth: { provider: 'google', emailAddressPatterns: ['*@x.io'] },
+    });
+    const c = desiredShareChildren(s, valid(s), opts);
+    const containers = (c.deployment.spec as { template: { spec: { containers: { name: string; args: string[] }[] } } })
+      .template.spec.containers;
+    expect(containers.map((x) => x.name)).toEqual(['agent', 'frontend']);
+    expect(containers[0]?.args.slice(-4)).toEqual(['--listen', '127.0.0.1:9000', '--identity-headers', 'pass']);
+    expect(c.service.spec).toMatchObject({ ports: [{ port: 80, targetPort: 8080 }] });
+    const config = parseYaml(
+      Buffer.from((c.secret?.data as Record<string, string>)['config.yaml'] ?? '', 'base64').toString(),
+    ) as Record<string, unknown>;
+    expect(config).toEqual({
+      oauth: { ...section, bind_address: '0.0.0.0:8080' },
+      shares: [
+        {
+          token: 'sec',
+          target: 'http://127.0.0.1:9000',
+          oauth_provider: 'google',
+          oauth_email_address_patterns: ['*@x.io'],
+          oauth_check_interval: '3h',
+        },
+      ],
+      metrics_address: '0.0.0.0:9090',
+    });
+  });
+
+  it('mounts the web volume read-only for a web share and skips the Ingress for a private one', () => {
+    const s = share('files', {
+      shareMode: 'private',
+      backendMode: 'web',
+      target: '/srv/share/site',
+      webVolume: { configMap: 'site' },
+    });
+    const c = desiredShareChildren(s, valid(s), opts);
+    expect(c.ingress).toBeUndefined();
+    const pod = (
+      c.deployment.spec as { template: { spec: { volumes: unknown[]; containers: { volumeMounts: unknown[] }[] } } }
+    ).template.spec;
+    expect(pod.volumes).toContainEqual({ name: 'share', configMap: { name: 'site' } });
+    expect(pod.containers[0]?.volumeMounts).toContainEqual({ name: 'share', mountPath: '/srv/share', readOnly: true });
+  });
+});
