@@ -52,6 +52,9 @@ export interface AgentOptions {
   publicUrl?: (token: string) => string;
 }
 
+/** A check holds a connection; five minutes is far beyond any useful health check. */
+const MAX_HEALTHCHECK_TIMEOUT_MS = 5 * 60_000;
+
 interface LiveShare {
   readonly record: ShareRecord;
   /** Where the frontend and accesses send requests: the proxy target, or the web share's local listener. */
@@ -219,12 +222,16 @@ export class Agent {
         `expected status must be an HTTP status code (100-599), got ${JSON.stringify(call.expectedStatus)}`,
       );
     }
+    const timeoutMs = call.timeoutMs ?? DEFAULT_HEALTHCHECK_TIMEOUT_MS;
+    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_HEALTHCHECK_TIMEOUT_MS) {
+      throw badInput(`timeout must be between 1ms and 5m, got ${JSON.stringify(call.timeoutMs)}ms`);
+    }
     return httpHealthCheck({
       target: live.backendUrl,
       verb: call.verb,
       path: call.path,
       expectedStatus: call.expectedStatus,
-      timeoutMs: call.timeoutMs ?? DEFAULT_HEALTHCHECK_TIMEOUT_MS,
+      timeoutMs,
       followRedirects: call.followRedirects ?? false,
     });
   }

@@ -212,6 +212,16 @@ describe('svc serve (single machine)', () => {
       const unknown = await check('nosuchshare0', 'GET', '/', '200');
       expect(unknown.code).toBe(1);
       expect(unknown.stderr).toBe('svc: unknown share token "nosuchshare0"\n');
+      const longTimeout = await check(proxyShare.token, 'GET', '/', '200', '--timeout', '1h');
+      expect([longTimeout.code, longTimeout.stderr]).toEqual([
+        1,
+        'svc: timeout must be between 1ms and 5m, got 3600000ms\n',
+      ]);
+      const badTimeout = await check(proxyShare.token, 'GET', '/', '200', '--timeout', 'soon');
+      expect([badTimeout.code, badTimeout.stderr]).toEqual([
+        1,
+        'svc: --timeout: must be a duration such as 500ms, 5s or 1m, got "soon"\n',
+      ]);
       const badStatus = await check(proxyShare.token, 'GET', '/', 'ok');
       expect(badStatus.code).toBe(2);
       expect(badStatus.stderr).toContain('must be an HTTP status code');
