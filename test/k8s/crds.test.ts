@@ -8,6 +8,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyCrds, readManifests } from './crds.ts';
+import { DEFAULT_CHECK_INTERVAL, SHARE_TOKEN } from '../../sidecar/config.ts';
 import { startControlPlane, type ControlPlane } from './envtest.ts';
 import { rawRequest } from './raw.ts';
 
@@ -18,6 +19,11 @@ const CRD_FILES = readdirSync(CRD_DIR)
 const API_VERSION = 'svc.dev/v1alpha1';
 const NS = 'default';
 
+interface Schema {
+  properties?: Record<string, Schema>;
+  pattern?: string;
+  default?: unknown;
+}
 type Obj = KubernetesObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
 
 let cp: ControlPlane;
@@ -82,6 +88,18 @@ describe('CRDs on a real API server', () => {
       }
     }
     expect(undocumented).toEqual([]);
+  });
+
+  it('agree with the frontend on the check-interval default and the token syntax', async () => {
+    const [crd] = (await readManifests(join(CRD_DIR, 'svc.dev_shares.yaml'))) as Array<
+      Obj & { spec: { versions: Array<{ schema: { openAPIV3Schema: Schema } }> } }
+    >;
+    const spec = crd!.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!;
+    expect(spec.properties!.oauth!.properties!.checkInterval!.default).toBe(DEFAULT_CHECK_INTERVAL);
+    const crdToken = new RegExp(spec.properties!.token!.pattern!);
+    for (const sample of ['a', 'abc-123', 'a'.repeat(63), 'a'.repeat(64), '-a', 'a-', 'A', 'a_b', 'a.b', '']) {
+      expect(crdToken.test(sample), sample).toBe(SHARE_TOKEN.test(sample));
+    }
   });
 
   it('use short names that clash with no other resource', async () => {
