@@ -171,6 +171,14 @@ describe('idp1 provider flow', () => {
     expect(refused.body).toContain('eve@example.com.evil.io is not allowed to access this share');
     expect(cookiesFrom(refused)).toBe('');
 
+    // The refused address is echoed escaped.
+    idp1.nextUser = { email: '<img/src/onerror=alert(1)>@evil.io', email_verified: true };
+    const markup = await startLogin(fe, 'one');
+    const escaped = await callback(fe, await idp1.authorize(markup.authorizeUrl), markup.loginCookie);
+    expect(escaped.status).toBe(403);
+    expect(escaped.body).toContain('&lt;img/src/onerror=alert(1)&gt;@evil.io is not allowed');
+    expect(escaped.body).not.toContain('<img');
+
     idp1.nextUser = { email: 'ALICE@EXAMPLE.COM', email_verified: true };
     const { seen } = await login('one');
     expect(seen.headers['svc-auth-email']).toBe('ALICE@EXAMPLE.COM');
