@@ -1,0 +1,214 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Child processes of a benchmark: every server and load generator runs in its own process, so none
+ * shares an event loop with what it measures. Each child is registered and stopped on exit, on
+ * failure and on SIGINT/SIGTERM (see `installCleanup`).
+ */
+export interface BenchProcess<T> {
+  readonly name: string;
+  readonly pid: number;
+  /** What the ready matcher extracted from the child's output. */
+  readonly ready: T;
+  /** The child's recent output (stdout and stderr, last 64 KiB), for error messages. */
+  output(): string;
+  /** Resolves with the exit code (or signal name) once the child has exited. */
+  readonly exited: Promise<number | string>;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves once the child is gone. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export interface StartOptions<T> {
+  readonly name: string;
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env?: NodeJS.ProcessEnv;
+  readonly cwd?: string;
+  /** Called for each output line (stdout and stderr) until it returns a value: the child is then ready. */
+  readonly ready?: (line: string) => T | undefined;
+  /** Or polled every 100 ms until it resolves to a value (for children that print nothing, like nginx). */
+  readonly probe?: () => Promise<T | undefined>;
+  /** Give up (and kill the child) when it is not ready within this time. */
+  readonly timeoutMs?: number;
+}
+
+const running = new Set<{ child: ChildProcess; name: string }>();
+const OUTPUT_LIMIT = 64 * 1024;
+
+export function startProcess<T>(options: StartOptions<T>): Promise<BenchProcess<T>> {
+  const child = spawn(options.command, [...options.args], {
+    cwd: options.cwd,
+    env: options.env ?? process.env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const entry = { child, name: options.name };
+  running.add(entry);
+  let output = '';
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('exit', (code, signal) => {
+      running.delete(entry);
+      resolve(code ?? signal ?? 'unknown');
+    });
+  });
+  const stop = async (graceMs = 3000): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const fail = (message: string): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      void stop(500);
+      reject(new Error(`${options.name}: ${message}\n--- output ---\n${output.slice(-4000)}`));
+    };
+    const timer = setTimeout(
+      () => fail(`not ready within ${options.timeoutMs ?? 20_000} ms`),
+      options.timeoutMs ?? 20_000,
+    );
+    child.once('error', (err) => fail(`cannot start ${options.command}: ${err.message}`));
+    void exited.then((code) => fail(`exited before it was ready (${code})`));
+
+    const becomeReady = (value: T): void => {
+      settled = true;
+      clearTimeout(timer);
+      resolve({ name: options.name, pid: child.pid as number, ready: value, output: () => output, exited, stop });
+    };
+    const poll = async (): Promise<void> => {
+      while (!settled && options.probe) {
+        const value = await options.probe().catch(() => undefined);
+        if (value !== undefined && !settled) return becomeReady(value);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    void poll();
+
+    const onData = (): ((chunk: Buffer) => void) => {
+      let partial = '';
+      return (chunk) => {
+        const text = chunk.toString('utf8');
+        output = (output + text).slice(-OUTPUT_LIMIT);
+        if (settled) return;
+        const lines = (partial + text).split('\n');
+        partial = lines.pop() ?? '';
+        for (const line of lines) {
+          const value = options.ready?.(line);
+          if (value === undefined) continue;
+          becomeReady(value);
+          return;
+        }
+      };
+    };
+    child.stdout.on('data', onData());
+    child.stderr.on('data', onData());
+  });
+}
+
+/** Stops every child still running (SIGTERM, then SIGKILL). */
+export async function stopAll(graceMs = 3000): Promise<void> {
+  await Promise.all(
+    [...running].map(async ({ child }) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await new Promise((resolve) => child.once('exit', resolve));
+      clearTimeout(timer);
+    }),
+  );
+}
+
+/**
+ * Makes sure no child outlives the benchmark: on SIGINT/SIGTERM the children are stopped and the
+ * process exits; on a plain exit any child left is killed synchronously.
+ */
+export function installCleanup(): void {
+  const onSignal = (signal: NodeJS.Signals): void => {
+    process.stderr.write(`\n${signal}: stopping child processes\n`);
+    void stopAll(1000).finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  process.once('exit', () => {
+    for (const { child } of running) child.kill('SIGKILL');
+  });
+}
+
+/** Name of the READY line a module child prints (see run-module.ts). */
+export const READY_PREFIX = 'BENCH_READY ';
+
+/**
+ * Runs `exportName(arg)` from a TypeScript module in a child Node process (bench/lib/run-module.ts).
+ * The function's JSON-serialisable result is returned; a result with `close()` keeps the child
+ * running as a server until it is stopped. The argument travels in an environment variable, so
+ * cookies and keys never appear in a process listing.
+ */
+export function startModule<T>(
+  name: string,
+  modulePath: string,
+  exportName: string,
+  arg: unknown,
+  timeoutMs = 20_000,
+): Promise<BenchProcess<T>> {
+  return startProcess<T>({
+    name,
+    command: process.execPath,
+    args: [fileURLToPath(new URL('./run-module.ts', import.meta.url)), modulePath, exportName],
+    env: { ...process.env, BENCH_MODULE_ARG: JSON.stringify(arg ?? null) },
+    timeoutMs,
+    ready: (line) => (line.startsWith(READY_PREFIX) ? (JSON.parse(line.slice(READY_PREFIX.length)) as T) : undefined),
+  });
+}
+
+/** Memory figures of a live process from /proc/<pid>/status, in KiB (undefined where not available). */
+export function memoryKiB(pid: number): { rss?: number; peak?: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (key: string): number | undefined => {
+      const match = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status);
+      return match ? Number(match[1]) : undefined;
+    };
+    const rss = field('VmRSS');
+    const peak = field('VmHWM');
+    return { ...(rss !== undefined ? { rss } : {}), ...(peak !== undefined ? { peak } : {}) };
+  } catch {
+    return {};
+  }
+}
+
+let clockTicks: number | undefined;
+
+/** CPU time (user + system) a live process has used so far, in seconds; undefined when unknown. */
+export function cpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name (which may contain spaces): utime is field 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether an executable of this name is on PATH. */
+export function commandExists(name: string): boolean {
+  return (process.env.PATH ?? '')
+    .split(':')
+    .filter(Boolean)
+    .some((dir) => {
+      try {
+        accessSync(join(dir, name), constants.X_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+}
