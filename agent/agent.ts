@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { parseBindAddress } from '../lib/config-reader.ts';
 import { parseDuration } from '../lib/duration.ts';
 import { badInput, errorText, notFound } from '../lib/errors.ts';
@@ -248,13 +249,17 @@ export class Agent {
     let listener: RunningListener | undefined;
     let backendUrl: URL;
     if (record.backendMode === 'web') {
+      // The loopback listener is reachable by every local user; the secret path keeps it for the
+      // frontend and accesses, so an OAuth web share cannot be read around the login.
+      const pathSecret = randomBytes(16).toString('base64url');
       const handler = webBackend({
         root: record.target,
         listing: record.webListing ?? false,
+        pathSecret,
         logger: this.options.logger,
       });
       listener = await listenHandler(handler, { host: '127.0.0.1', port: 0 });
-      backendUrl = new URL(`http://127.0.0.1:${listener.port}/`);
+      backendUrl = new URL(`http://127.0.0.1:${listener.port}/${pathSecret}/`);
     } else {
       backendUrl = new URL(record.target);
     }

@@ -139,6 +139,25 @@ describe('web backend', () => {
   });
 });
 
+describe('web backend with a path secret', () => {
+  it('serves only requests under the secret first segment, with the segment removed', async () => {
+    const running = await listenHandler(webBackend({ root, logger, pathSecret: 's3cr3t' }), {
+      host: '127.0.0.1',
+      port: 0,
+    });
+    try {
+      expect((await request(running.port, '/s3cr3t/style.css')).body).toBe('body{}');
+      expect((await request(running.port, '/s3cr3t/')).body).toBe('<h1>home</h1>');
+      expect((await request(running.port, '/s3cr3t/docs')).headers.location).toBe('./docs/');
+      for (const path of ['/', '/style.css', '/s3cr3t', '/other/style.css', '/s3cr3t/../style.css']) {
+        expect((await request(running.port, path)).status, path).toBeGreaterThanOrEqual(400);
+      }
+    } finally {
+      await running.close();
+    }
+  });
+});
+
 describe('web backend with its folder gone', () => {
   it('answers 404 until the folder is back', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-web-gone-'));

@@ -13,6 +13,12 @@ export interface WebBackendOptions {
   readonly root: string;
   /** Serve an HTML index of folders without index.html. Off by default. */
   readonly listing?: boolean;
+  /**
+   * A secret first path segment every request must carry (and that is removed before serving). The
+   * single-machine service gives each web share one, so its loopback listener cannot be used by
+   * other local users to skip the frontend's login: only the frontend and accesses know the URL.
+   */
+  readonly pathSecret?: string;
   readonly logger: Logger;
 }
 
@@ -53,7 +59,12 @@ async function serve(req: IncomingMessage, res: ServerResponse, options: WebBack
     res.setHeader('allow', 'GET, HEAD');
     return sendText(res, 405, 'Method Not Allowed');
   }
-  const rawUrl = req.url ?? '/';
+  let rawUrl = req.url ?? '/';
+  if (options.pathSecret !== undefined) {
+    const prefix = `/${options.pathSecret}/`;
+    if (!rawUrl.startsWith(prefix)) return sendText(res, 404, 'Not Found');
+    rawUrl = rawUrl.slice(prefix.length - 1);
+  }
   const q = rawUrl.indexOf('?');
   const rawPath = q === -1 ? rawUrl : rawUrl.slice(0, q);
   const segments = decodeSegments(rawPath);

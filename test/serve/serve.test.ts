@@ -144,6 +144,13 @@ describe('svc serve (single machine)', () => {
     expect(seen.url).toBe('/through-access');
     expect(seen.headers['svc-auth-email']).toBeUndefined();
 
+    const privateWeb = await share(['private', '--backend-mode', 'web', site]);
+    const webAccess = JSON.parse(
+      (await serve.cli(['access', 'private', privateWeb.token, '--json'])).stdout,
+    ) as AccessEntry;
+    expect((await request(Number(new URL(webAccess.endpoint).port), '/docs/notes.txt')).body).toBe('notes');
+    expect((await serve.cli(['unshare', privateWeb.token])).code).toBe(0);
+
     const refused = await serve.cli(['access', 'private', proxyShare.token]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain(`share ${proxyShare.token} is public`);
