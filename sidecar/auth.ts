@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../lib/logger.ts';
 import { errorText } from '../lib/errors.ts';
@@ -32,6 +33,8 @@ export class Authenticator {
   private readonly shares: () => ShareSource;
   private readonly metrics: FrontendMetrics;
   private readonly log: Logger;
+  /** Sessions logged out here, until their natural expiry (see sessionFrom). */
+  private readonly loggedOut = new Map<string, number>();
 
   constructor(config: OAuthConfig, shares: () => ShareSource, metrics: FrontendMetrics, log: Logger) {
     this.config = config;
@@ -62,7 +65,7 @@ export class Authenticator {
       sendPage(res, 500, 'Share misconfigured', 'This share names an identity provider the frontend does not have.');
       return 'handled';
     }
-    const session = this.sessions.read(req.headers.cookie);
+    const session = this.sessionFrom(req);
     if (session && session.share === share.token && session.provider === provider.name) {
       const now = Date.now();
       const due =
@@ -84,7 +87,7 @@ export class Authenticator {
   /** Whether a websocket upgrade carries a current session for this share (no redirects possible there). */
   sessionForUpgrade(req: IncomingMessage, share: ShareRoute): Session | undefined {
     if (!share.oauth) return undefined;
-    const session = this.sessions.read(req.headers.cookie);
+    const session = this.sessionFrom(req);
     if (!session || session.share !== share.token || session.provider !== share.oauth.provider) return undefined;
     if (Date.now() >= session.checkedAt + share.oauth.checkIntervalMs) return undefined;
     return refusalReason({ email: session.email, verified: true }, share.oauth) ? undefined : session;
@@ -104,6 +107,7 @@ export class Authenticator {
       const now = Date.now();
       // The share and provider are carried over from the old session, never taken from the request.
       const renewed: Session = {
+        id: session.id,
         share: session.share,
         provider: session.provider,
         email: result.identity.email,
@@ -201,6 +205,7 @@ export class Authenticator {
     }
     const now = Date.now();
     const session: Session = {
+      id: randomBytes(12).toString('base64url'),
       share: share.token,
       provider: provider.name,
       email: result.identity.email,
@@ -230,10 +235,13 @@ export class Authenticator {
       return;
     }
     const url = new URL(req.url ?? '/', this.config.endpointUrl);
-    const session = this.sessions.read(req.headers.cookie);
+    const session = this.sessionFrom(req);
     const headers: Record<string, string> = {};
     if (!session || session.provider === provider.name) headers['set-cookie'] = this.sessions.clear();
     if (session && session.provider === provider.name) {
+      const now = Date.now();
+      for (const [id, until] of this.loggedOut) if (until <= now) this.loggedOut.delete(id);
+      this.loggedOut.set(session.id, session.expiresAt);
       try {
         await provider.revoke(session.tokens);
         this.log.info({ provider: provider.name }, 'logout: token revoked');
@@ -261,6 +269,18 @@ export class Authenticator {
       return;
     }
     redirect(res, target, headers);
+  }
+
+  /**
+   * The request's session, unless it was logged out in this process. Sessions live in the browser,
+   * so a copy of a cookie made before logout would otherwise stay usable until the next re-check;
+   * other replicas learn of the logout at that re-check, when the revoked tokens fail.
+   */
+  private sessionFrom(req: IncomingMessage): Session | undefined {
+    const session = this.sessions.read(req.headers.cookie);
+    if (!session) return undefined;
+    const until = this.loggedOut.get(session.id);
+    return until !== undefined && until > Date.now() ? undefined : session;
   }
 
   private callbackUri(provider: Provider): string {

@@ -8,6 +8,7 @@ const cookies = sessionCookies(createSealer('s'.repeat(32), 'e'.repeat(24)), 'sv
   secure: true,
 });
 const session = (tokens: Session['tokens']): Session => ({
+  id: 'sid',
   share: 'abc',
   provider: 'corp',
   email: 'a@example.com',

@@ -7,6 +7,8 @@ import type { ProviderTokens } from './providers/types.ts';
  * share and one provider: a cookie minted for share A is worthless on share B.
  */
 export interface Session {
+  /** Random id, so a logout can refuse copies of this cookie in this process. */
+  readonly id: string;
   readonly share: string;
   readonly provider: string;
   readonly email: string;

@@ -254,8 +254,8 @@ describe('idp1 provider flow', () => {
       expect(reply.headers.location).toBe(idp1.loginUrl);
       expect(reply.headers['set-cookie']?.[0]).toMatch(/^svc-auth-session=; .*Max-Age=0/);
     }
-    // The repeated revocation was refused by the provider (already revoked), which is not an error.
-    expect(idp1.revocationRequests.slice(-2)).toEqual([idp1.issuedTokens.at(-1), idp1.issuedTokens.at(-1)]);
+    // Revoked once: the copy of the cookie used for the second logout is already logged out here.
+    expect(idp1.revocationRequests.filter((t) => t === idp1.issuedTokens.at(-1))).toHaveLength(1);
   });
 
   it('an idp1 session is bound to its provider: not accepted on an idp2 share, not logged out by idp2', async () => {

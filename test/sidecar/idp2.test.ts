@@ -244,11 +244,8 @@ describe('idp2 provider flow', () => {
       expect(reply.headers.location).toBe(idp2.loginUrl);
       expect(reply.headers['set-cookie']?.[0]).toMatch(/^svc-auth-session=; .*Max-Age=0/);
     }
-    // The second deletion found no such token (404), which is not an error for the visitor.
-    expect(idp2.deletions.slice(-2).map((d) => [d.accessToken, d.status])).toEqual([
-      [accessToken, 204],
-      [accessToken, 404],
-    ]);
+    // Deleted once: the copy of the cookie used for the second logout is already logged out here.
+    expect(idp2.deletions.filter((d) => d.accessToken === accessToken).map((d) => d.status)).toEqual([204]);
   });
 
   it('an idp2 session is bound to its provider: not accepted on an idp1 share, not logged out by idp1', async () => {

@@ -143,6 +143,16 @@ describe('frontend security invariants', () => {
       expect(backend.seen.length).toBe(count);
     });
 
+    it('refuses a copy of a session cookie after its logout', async () => {
+      const cookie = mintSessionCookie({ share: 'beta', provider: 'google' });
+      expect((await get(fe.port, fe.host('beta'), '/', { headers: { cookie } })).status).toBe(200);
+      const logout = await get(fe.port, fe.authHost, '/google/logout', { headers: { cookie } });
+      expect(logout.status).toBe(302);
+      const replay = await get(fe.port, fe.host('beta'), '/', { headers: { cookie } });
+      expect(replay.status).toBe(302);
+      expect(replay.headers.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/auth\?/);
+    });
+
     it('refuses non-GET requests without a session instead of redirecting them', async () => {
       const reply = await get(fe.port, fe.host('alpha'), '/api', { method: 'POST' });
       expect(reply.status).toBe(401);

@@ -13,6 +13,7 @@ export function mintSessionCookie(
 ): string {
   const now = Date.now();
   const full: Session = {
+    id: Math.random().toString(36).slice(2),
     email: 'alice@example.com',
     expiresAt: now + 3600_000,
     checkedAt: now,
