@@ -1,0 +1,90 @@
+import { isAbsolute, resolve, dirname } from 'node:path';
+import { ConfigReader, join, loadYamlFile } from '../lib/config-reader.ts';
+import { loadIdentity, type ControllerIdentity } from './identity.ts';
+
+export interface ListenAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** The `controller` section: where the REST API listens. */
+export interface ControllerSettings {
+  readonly listen: ListenAddress;
+  /** Largest accepted request body. */
+  readonly maxBodyBytes: number;
+  /** How long the controller waits for an agent's answer. */
+  readonly agentTimeoutMs: number;
+}
+
+/** The `agent_controller` section (seed: "Controller agent-remoting configuration"), with its identity loaded. */
+export interface AgentControllerConfig {
+  readonly zId: string;
+  readonly identityPath: string;
+  readonly identity: ControllerIdentity;
+}
+
+/** Settings of `svc controller --config <file>`. */
+export interface ControllerConfigFile {
+  readonly dataDir?: string;
+  readonly controller: ControllerSettings;
+  readonly agentController?: AgentControllerConfig;
+}
+
+export const DEFAULT_CONTROLLER_LISTEN: ListenAddress = { host: '127.0.0.1', port: 18080 };
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
+export const DEFAULT_AGENT_TIMEOUT_MS = 30_000;
+const CONTROLLER_KEYS = ['listen', 'max_body_bytes', 'agent_timeout'];
+const AGENT_CONTROLLER_KEYS = ['z_id', 'identity_path'];
+
+/**
+ * Reads the `controller` and `agent_controller` sections of a config document into `r` (every
+ * problem recorded with its field path). Used by `svc controller` and by `svc serve`, whose config
+ * file carries the same two sections. A relative `identity_path` is relative to the config file.
+ */
+export function readControllerSections(
+  r: ConfigReader,
+  top: Record<string, unknown>,
+  configPath?: string,
+): { controller: ControllerSettings; agentController?: AgentControllerConfig } {
+  const c = r.object(top.controller, 'controller', { required: false }) ?? {};
+  r.unknownKeys(c, 'controller', CONTROLLER_KEYS);
+  const listen = c.listen !== undefined ? r.bindAddress(c, 'listen', 'controller') : undefined;
+  let maxBodyBytes = DEFAULT_MAX_BODY_BYTES;
+  if (c.max_body_bytes !== undefined) {
+    const v = c.max_body_bytes;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1024 || v > 16 * 1024 * 1024) {
+      r.problem('controller.max_body_bytes', `must be an integer between 1024 and 16777216, got ${JSON.stringify(v)}`);
+    } else maxBodyBytes = v;
+  }
+  const agentTimeoutMs = c.agent_timeout !== undefined ? r.duration(c, 'agent_timeout', 'controller') : undefined;
+  const controller = {
+    listen: listen ?? DEFAULT_CONTROLLER_LISTEN,
+    maxBodyBytes,
+    agentTimeoutMs: agentTimeoutMs ?? DEFAULT_AGENT_TIMEOUT_MS,
+  };
+
+  if (top.agent_controller === undefined || top.agent_controller === null) return { controller };
+  const a = r.object(top.agent_controller, 'agent_controller');
+  if (!a) return { controller };
+  r.unknownKeys(a, 'agent_controller', AGENT_CONTROLLER_KEYS);
+  const zId = r.string(a, 'z_id', 'agent_controller');
+  const given = r.string(a, 'identity_path', 'agent_controller');
+  if (!zId || !given) return { controller };
+  const identityPath = isAbsolute(given) || !configPath ? resolve(given) : resolve(dirname(configPath), given);
+  const { identity, problems } = loadIdentity(identityPath, zId);
+  for (const p of problems) r.problem(join('agent_controller', 'identity_path'), p);
+  return identity ? { controller, agentController: { zId, identityPath, identity } } : { controller };
+}
+
+const TOP_KEYS = ['data_dir', 'controller', 'agent_controller'];
+
+export function loadControllerConfig(path: string): ControllerConfigFile {
+  const doc = loadYamlFile(path) ?? {};
+  const r = new ConfigReader();
+  const top = r.object(doc, '(document)') ?? {};
+  r.unknownKeys(top, '', TOP_KEYS);
+  const dataDir = r.string(top, 'data_dir', '', { required: false });
+  const sections = readControllerSections(r, top, path);
+  r.finish(path);
+  return { ...(dataDir ? { dataDir } : {}), ...sections };
+}

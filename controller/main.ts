@@ -1,0 +1,121 @@
+import type { AddressInfo } from 'node:net';
+import { resolveDataDir } from '../agent/data-dir.ts';
+import { ConfigReader, parseBindAddress } from '../lib/config-reader.ts';
+import { SvcError, badInput } from '../lib/errors.ts';
+import { createLogger, type Logger } from '../lib/logger.ts';
+import { operations } from './api.ts';
+import {
+  loadControllerConfig,
+  readControllerSections,
+  type AgentControllerConfig,
+  type ControllerConfigFile,
+  type ControllerSettings,
+} from './config.ts';
+import { ControllerFileStore } from './file-store.ts';
+import { openApi } from './openapi.ts';
+import { RemotingHub } from './remoting-hub.ts';
+import { API_PREFIX, createApiServer } from './server.ts';
+import type { ControllerStore } from './store.ts';
+
+export interface ControllerOptions {
+  readonly settings: ControllerSettings;
+  readonly agentController?: AgentControllerConfig;
+  /** The store; the embedded file store under `dataDir` when absent. */
+  readonly store?: ControllerStore;
+  readonly dataDir?: string;
+  readonly logger: Logger;
+}
+
+export interface RunningController {
+  readonly port: number;
+  /** `http://<host>:<port>/api/v1` */
+  readonly apiUrl: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the controller: store → remoting hub (only with `agent_controller`) → API server on its
+ * own listener. Used by `svc controller` and, in the same process as the agent, by `svc serve`.
+ */
+export async function startController(options: ControllerOptions): Promise<RunningController> {
+  const { logger, settings } = options;
+  const store = options.store ?? new ControllerFileStore(options.dataDir ?? resolveDataDir());
+  const hub = options.agentController
+    ? new RemotingHub({ store, identity: options.agentController.identity, logger, timeoutMs: settings.agentTimeoutMs })
+    : undefined;
+  const server = createApiServer({
+    store,
+    logger,
+    openapi: openApi(),
+    operations: operations({
+      store,
+      logger,
+      ...(hub && options.agentController ? { remoting: { hub, identity: options.agentController.identity } } : {}),
+    }),
+    maxBodyBytes: settings.maxBodyBytes,
+    ...(hub ? { hub } : {}),
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        new SvcError(
+          'bind_failed',
+          `controller: cannot listen on ${settings.listen.host}:${settings.listen.port}: ${err.message}`,
+          { cause: err },
+        ),
+      ),
+    );
+    server.listen(settings.listen.port, settings.listen.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = settings.listen.host.includes(':') ? `[${settings.listen.host}]` : settings.listen.host;
+  const apiUrl = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}${API_PREFIX}`;
+  if (options.agentController) {
+    logger.info({ zId: options.agentController.zId, apiUrl }, 'controller ready; agent remoting enabled');
+  } else {
+    logger.info({ apiUrl }, 'controller ready; agent remoting not configured (no agent_controller section)');
+  }
+  return {
+    port,
+    apiUrl,
+    close: async () => {
+      hub?.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await store.close();
+    },
+  };
+}
+
+/** `svc controller [--config <file>] [--data-dir D] [--listen ip:port]` until SIGINT/SIGTERM. */
+export async function runController(options: { config?: string; dataDir?: string; listen?: string }): Promise<void> {
+  const logger = createLogger('svc-controller');
+  const config: ControllerConfigFile = options.config
+    ? loadControllerConfig(options.config)
+    : { controller: readControllerSections(new ConfigReader(), {}).controller };
+  const listen = options.listen ? parseBindAddress(options.listen) : config.controller.listen;
+  if (!listen) {
+    throw badInput(`--listen: must be ip:port (for example 127.0.0.1:18080), got ${JSON.stringify(options.listen)}`);
+  }
+  const dataDir = resolveDataDir(options.dataDir, config.dataDir);
+  const running = await startController({
+    settings: { ...config.controller, listen },
+    ...(config.agentController ? { agentController: config.agentController } : {}),
+    dataDir,
+    logger,
+  });
+  process.stdout.write(
+    `svc controller is ready\n  api:       ${running.apiUrl}\n  openapi:   ${running.apiUrl}/openapi.json\n  data dir:  ${dataDir}\n`,
+  );
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      running.close().then(resolve, resolve);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+}

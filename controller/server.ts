@@ -1,0 +1,183 @@
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { REMOTING_PATH } from '../agent/remoting/protocol.ts';
+import { errorText } from '../lib/errors.ts';
+import type { Logger } from '../lib/logger.ts';
+import { notConfigured, type Body, type Operation } from './api.ts';
+import { apiError, errorBody } from './errors.ts';
+import { MEDIA_TYPE, type OpenApi } from './openapi.ts';
+import type { RemotingHub } from './remoting-hub.ts';
+import { hashesMatch, parseToken } from './secrets.ts';
+import type { AccountRecord, ControllerStore } from './store.ts';
+
+export const API_PREFIX = '/api/v1';
+export const OPENAPI_JSON_PATH = `${API_PREFIX}/openapi.json`;
+
+export interface ApiServerOptions {
+  readonly store: ControllerStore;
+  readonly logger: Logger;
+  readonly openapi: OpenApi;
+  readonly operations: Map<string, Operation>;
+  readonly maxBodyBytes: number;
+  readonly hub?: RemotingHub;
+}
+
+/**
+ * The controller's HTTP server. Every API request goes through one pipeline, each step with its
+ * documented failure: route (404) → POST (405) → `Content-Type: application/svc.v1+json` (415) →
+ * `X-TOKEN` account token (401) → body size (413) → JSON object (400) → OpenAPI schema (422) →
+ * `agent_controller` configured for `/agent` operations (501) → the operation. Errors are mapped
+ * in one place (controller/errors.ts); no stack trace is ever sent.
+ */
+export function createApiServer(options: ApiServerOptions): http.Server {
+  const { logger } = options;
+  const openapiJson = JSON.stringify(options.openapi.document);
+
+  const server = http.createServer((req, res) => {
+    const started = performance.now();
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    let accountId: string | undefined;
+    res.on('finish', () =>
+      logger.info(
+        {
+          method: req.method,
+          path,
+          status: res.statusCode,
+          ms: Math.round(performance.now() - started),
+          account: accountId,
+        },
+        'api request',
+      ),
+    );
+    handle(req, res, path, (id) => (accountId = id)).catch((err: unknown) => {
+      const { status, body } = errorBody(err);
+      if (status >= 500 && body.code === 'internal_error') {
+        logger.error({ err: errorText(err), path }, 'api request failed');
+      }
+      send(res, status, body);
+    });
+  });
+
+  async function handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    noteAccount: (id: string) => void,
+  ): Promise<void> {
+    if (path === OPENAPI_JSON_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(openapiJson) });
+      res.end(req.method === 'HEAD' ? undefined : openapiJson);
+      return;
+    }
+    if (path === '/healthz' && req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('ok\n');
+      return;
+    }
+    const operation = path.startsWith(API_PREFIX) ? options.operations.get(path.slice(API_PREFIX.length)) : undefined;
+    if (!operation) throw apiError('not_found', `no API operation at ${path}`);
+    if (req.method !== 'POST') {
+      res.setHeader('allow', 'POST');
+      throw apiError('method_not_allowed', `${path} accepts POST only`);
+    }
+    if (!isApiMediaType(req.headers['content-type'])) {
+      throw apiError('unsupported_media_type', `Content-Type must be ${MEDIA_TYPE}`);
+    }
+    const account = await authenticate(req.headers['x-token']);
+    noteAccount(account.id);
+    const text = await readBody(req, res, options.maxBodyBytes);
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw apiError('malformed_json', 'the request body is not valid JSON');
+    }
+    if (!body || typeof body !== 'object' || Array.isArray(body)) {
+      throw apiError('malformed_json', 'the request body must be a JSON object');
+    }
+    const opPath = path.slice(API_PREFIX.length);
+    const problems = options.openapi.validateRequest(opPath, body);
+    if (problems.length > 0) {
+      throw apiError('invalid_request', `invalid request body: ${problems.join('; ')}`, problems);
+    }
+    if (operation.remote && !options.hub) throw notConfigured();
+    send(res, 200, await operation.handle(account, body as Body));
+  }
+
+  async function authenticate(header: string | string[] | undefined): Promise<AccountRecord> {
+    const refused = () => apiError('unauthorized', 'X-TOKEN must hold a valid account token');
+    const parsed = typeof header === 'string' ? parseToken('svca', header.trim()) : undefined;
+    if (!parsed) throw refused();
+    const account = await options.store.getAccount(parsed.id);
+    if (!account || !hashesMatch(parsed.hash, account.tokenHash)) throw refused();
+    return account;
+  }
+
+  server.on('upgrade', (req: IncomingMessage, socket, head: Buffer) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === REMOTING_PATH && options.hub) return options.hub.handleUpgrade(req, socket, head);
+    const status = path === REMOTING_PATH ? '501 Not Implemented' : '404 Not Found';
+    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  });
+  server.headersTimeout = 20_000;
+  server.requestTimeout = 60_000;
+  return server;
+}
+
+/** `application/svc.v1+json`, optionally with `charset=utf-8`. */
+export function isApiMediaType(header: string | undefined): boolean {
+  if (!header) return false;
+  const [type, ...params] = header.split(';').map((p) => p.trim().toLowerCase());
+  if (type !== MEDIA_TYPE) return false;
+  return params.every((p) => p === '' || p === 'charset=utf-8');
+}
+
+function send(res: ServerResponse, status: number, payload: unknown): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const text = JSON.stringify(payload);
+  res.writeHead(status, {
+    'content-type': MEDIA_TYPE,
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+  });
+  res.end(text);
+}
+
+/**
+ * Reads the body up to `limit` bytes. Too large (by Content-Length, or while reading) is
+ * `body_too_large`; the rest of the body is drained (up to 1 MiB more) so the client reads the 413
+ * instead of a reset, then the connection is closed.
+ */
+function readBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<string> {
+  const tooLarge = () => {
+    res.setHeader('connection', 'close');
+    let drained = 0;
+    req.on('data', (c: Buffer) => {
+      drained += c.length;
+      if (drained > 1024 * 1024) req.destroy();
+    });
+    req.resume();
+    return apiError('body_too_large', `the request body exceeds ${limit} bytes`);
+  };
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.off('data', onData);
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.on('error', reject);
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+}
