@@ -1,5 +1,6 @@
 import { ConfigReader, join, loadYamlFile } from '../lib/config-reader.ts';
 import { readOAuth, type OAuthConfig } from '../sidecar/config.ts';
+import { readControllerSections, type AgentControllerConfig, type ControllerSettings } from '../controller/config.ts';
 
 export interface ListenAddress {
   readonly host: string;
@@ -19,12 +20,14 @@ export interface ServeConfig {
     readonly metricsListen?: ListenAddress;
   };
   readonly oauth?: OAuthConfig;
+  /** The controller API (docs/controller.md): runs when a `controller` or `agent_controller` section is present. */
+  readonly controller?: { readonly settings: ControllerSettings; readonly agentController?: AgentControllerConfig };
 }
 
 export const DEFAULT_DOMAIN = 'svc.localhost';
 export const DEFAULT_LISTEN: ListenAddress = { host: '127.0.0.1', port: 8080 };
 
-const TOP_KEYS = ['data_dir', 'frontend', 'oauth'];
+const TOP_KEYS = ['data_dir', 'frontend', 'oauth', 'controller', 'agent_controller'];
 const FRONTEND_KEYS = ['listen', 'domain', 'endpoint_url', 'metrics_listen'];
 const DOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
@@ -64,6 +67,10 @@ export function parseServeConfig(doc: unknown, source = 'serve config'): ServeCo
     r.problem('frontend.endpoint_url', 'must be a base URL without path, query, fragment or credentials');
   }
   const metricsListen = f.metrics_listen !== undefined ? r.bindAddress(f, 'metrics_listen', 'frontend') : undefined;
+  const withController = top.controller !== undefined || top.agent_controller !== undefined;
+  const sections = withController
+    ? readControllerSections(r, top, source === 'serve config' ? undefined : source)
+    : undefined;
   r.finish(source);
   return {
     ...(dataDir ? { dataDir } : {}),
@@ -74,6 +81,14 @@ export function parseServeConfig(doc: unknown, source = 'serve config'): ServeCo
       ...(metricsListen ? { metricsListen } : {}),
     },
     ...(oauth ? { oauth } : {}),
+    ...(sections
+      ? {
+          controller: {
+            settings: sections.controller,
+            ...(sections.agentController ? { agentController: sections.agentController } : {}),
+          },
+        }
+      : {}),
   };
 }
 

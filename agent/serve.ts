@@ -10,6 +10,8 @@ import { DEV_PROVIDER, devOAuthConfig } from './dev.ts';
 import { FileStore } from './file-store.ts';
 import { assertNotRunning, startLocalApi } from './local-api.ts';
 import { loadServeConfig, parseServeConfig, shareUrl } from './serve-config.ts';
+import { agentExecutor } from './remoting/executor.ts';
+import { startRemoting } from './remoting/service.ts';
 
 export interface ServeOptions {
   readonly config?: string;
@@ -25,6 +27,8 @@ export interface RunningServe {
   readonly frontendPort: number;
   readonly frontendUrl: (token: string) => string;
   readonly devLoginUrl?: string;
+  /** `http://host:port/api/v1` when the serve config has a controller section. */
+  readonly controllerUrl?: string;
   close(): Promise<void>;
 }
 
@@ -94,6 +98,13 @@ export async function startServe(options: ServeOptions, logger: Logger): Promise
 
     const api = await startLocalApi(agent, socket, logger);
     cleanups.push(() => api.close());
+    // Controller API and agent remoting (docs/controller.md).
+    const controller = config.controller
+      ? await (await import('../controller/main.ts')).startController({ ...config.controller, dataDir, logger })
+      : undefined;
+    if (controller) cleanups.push(() => controller.close());
+    const remoting = startRemoting({ dataDir, executor: agentExecutor(agent), logger });
+    cleanups.push(() => remoting.close());
     logger.info(
       { dataDir, frontend: formatAddress({ host: listen.host, port: frontend.port }), domain, oauth: Boolean(oauth) },
       'svc serve ready',
@@ -104,6 +115,7 @@ export async function startServe(options: ServeOptions, logger: Logger): Promise
       frontendPort: frontend.port,
       frontendUrl,
       ...(devLoginUrl ? { devLoginUrl } : {}),
+      ...(controller ? { controllerUrl: controller.apiUrl } : {}),
       close,
     };
   } catch (err) {
@@ -120,6 +132,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
     'svc serve is ready',
     `  frontend:  listening on port ${running.frontendPort}; shares at ${running.frontendUrl('token').replace('//token.', '//<token>.')}`,
     `  local API: unix:${running.socketPath}`,
+    ...(running.controllerUrl ? [`  controller: ${running.controllerUrl}`] : []),
     `  data dir:  ${running.dataDir}`,
     ...(running.devLoginUrl ? [`  dev login: provider "dev" at ${running.devLoginUrl} (any email address)`] : []),
     '  next:      svc share public http://127.0.0.1:3000',

@@ -3,6 +3,7 @@ import { SvcError, errorText } from '../lib/errors.ts';
 import { registerFrontendCommands } from './frontend.ts';
 import { registerOperatorCommands } from './operator.ts';
 import { registerLocalAgentCommands } from './agent-commands.ts';
+import { registerControllerCommands } from './controller.ts';
 
 /**
  * The `svc` command. Each concern registers its subcommands from its own file; this file only
@@ -17,6 +18,7 @@ export function buildProgram(): Command {
   registerFrontendCommands(program);
   registerOperatorCommands(program);
   registerLocalAgentCommands(program);
+  registerControllerCommands(program);
   return program;
 }
 

@@ -1,0 +1,24 @@
+import type { Command } from 'commander';
+import { registerAdminCommands } from './admin.ts';
+import { registerEnableCommands } from './enable.ts';
+import { registerEnrollCommands } from './enroll.ts';
+
+/**
+ * The controller's commands (docs/controller.md): `controller`, `admin create account|identity`,
+ * `enable`, `disable`, `agent enroll|unenroll`.
+ */
+export function registerControllerCommands(program: Command): void {
+  program
+    .command('controller')
+    .description('run the controller REST API (/api/v1) alone')
+    .option('-c, --config <file>', 'controller configuration (YAML): data_dir, controller, agent_controller')
+    .option('--data-dir <dir>', "state directory (default $SVC_DATA_DIR, the config's data_dir, or ~/.svc)")
+    .option('--listen <ip:port>', 'API listen address (overrides controller.listen; default 127.0.0.1:18080)')
+    .action(async (opts: { config?: string; dataDir?: string; listen?: string }) => {
+      const { runController } = await import('../controller/main.ts');
+      await runController(opts);
+    });
+  registerAdminCommands(program);
+  registerEnableCommands(program);
+  registerEnrollCommands(program);
+}

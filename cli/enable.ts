@@ -1,0 +1,65 @@
+import { hostname } from 'node:os';
+import type { Command } from 'commander';
+import { resolveDataDir } from '../agent/data-dir.ts';
+import {
+  environmentPath,
+  readEnrollment,
+  readEnvironment,
+  removeFile,
+  writeJsonFile,
+} from '../agent/remoting/files.ts';
+import type { EnvironmentFile } from '../agent/remoting/files.ts';
+import { callApi, resolveApiEndpoint } from '../controller/client.ts';
+import { SvcError } from '../lib/errors.ts';
+
+/**
+ * `svc enable <account_token> [--api-endpoint URL]`: creates an environment for the account at the
+ * controller and records it in the agent's data directory (`environment.json`, mode 0600), which
+ * `svc agent enroll` needs. `svc disable` deletes it again.
+ */
+export function registerEnableCommands(program: Command): void {
+  program
+    .command('enable')
+    .description("enable this machine's agent as an environment of an account at the controller")
+    .argument('<account_token>', 'account token (from svc admin create account)')
+    .option('--api-endpoint <url>', 'controller base URL (default $SVC_API_ENDPOINT or http://127.0.0.1:18080)')
+    .option('-d, --description <text>', 'description of this environment', '')
+    .option('--data-dir <dir>', "the agent's data directory (default $SVC_DATA_DIR or ~/.svc)")
+    .action(async (accountToken: string, opts: { apiEndpoint?: string; description: string; dataDir?: string }) => {
+      const dataDir = resolveDataDir(opts.dataDir);
+      const existing = readEnvironment(dataDir);
+      if (existing) {
+        throw new SvcError(
+          'already_enabled',
+          `this agent is already enabled as environment ${existing.envZId} at ${existing.apiEndpoint} (${environmentPath(dataDir)}); run svc disable first`,
+        );
+      }
+      const apiEndpoint = resolveApiEndpoint(opts.apiEndpoint);
+      const { envZId } = await callApi<{ envZId: string }>(apiEndpoint, '/environment/enable', accountToken, {
+        description: opts.description,
+        host: hostname(),
+      });
+      const { mkdirSync } = await import('node:fs');
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      const file: EnvironmentFile = { version: 1, apiEndpoint, envZId, accountToken };
+      writeJsonFile(environmentPath(dataDir), file);
+      process.stdout.write(`${envZId}\n`);
+      process.stderr.write(`enabled environment ${envZId} at ${apiEndpoint}; next: svc agent enroll\n`);
+    });
+
+  program
+    .command('disable')
+    .description('delete this environment at the controller (and its enrollment) and forget it locally')
+    .option('--data-dir <dir>', "the agent's data directory (default $SVC_DATA_DIR or ~/.svc)")
+    .action(async (opts: { dataDir?: string }) => {
+      const dataDir = resolveDataDir(opts.dataDir);
+      const env = readEnvironment(dataDir);
+      if (!env) throw new SvcError('not_enabled', `this agent is not enabled (no ${environmentPath(dataDir)})`);
+      if (readEnrollment(dataDir)) {
+        throw new SvcError('enrolled', 'this agent is enrolled: run svc agent unenroll first');
+      }
+      await callApi(env.apiEndpoint, '/environment/disable', env.accountToken, { envZId: env.envZId });
+      removeFile(environmentPath(dataDir));
+      process.stdout.write(`disabled environment ${env.envZId}\n`);
+    });
+}
