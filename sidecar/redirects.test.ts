@@ -4,7 +4,7 @@ import { shareUrl } from './redirects.ts';
 
 describe('post-login target', () => {
   const endpoint = new URL('https://www.whitelisteddomain.tld');
-  const corpus = readFileSync(new URL('../../shared/data/openredirects.txt', import.meta.url), 'utf8')
+  const corpus = readFileSync(new URL('../test/data/openredirects.txt', import.meta.url), 'utf8')
     .split('\n')
     .filter(Boolean);
 

@@ -221,7 +221,7 @@ describe('frontend security invariants', () => {
   });
 
   describe('redirects after logout', () => {
-    const corpus = readFileSync(new URL('../../../shared/data/openredirects.txt', import.meta.url), 'utf8')
+    const corpus = readFileSync(new URL('../data/openredirects.txt', import.meta.url), 'utf8')
       .split('\n')
       .filter((l) => l.trim() !== '');
 
