@@ -21,7 +21,11 @@ describe('OIDC login in a real browser', () => {
 
   beforeAll(async () => {
     let callbacks: string[] = [];
-    idp = await startDevIdentityProvider({ redirectUris: () => callbacks, requirePkce: true });
+    idp = await startDevIdentityProvider({
+      redirectUris: () => callbacks,
+      requirePkce: true,
+      unverifiedEmails: ['mallory@example.com'],
+    });
     idpNoRefresh = await startDevIdentityProvider({ redirectUris: () => callbacks, refreshTokens: false });
     backend = await startEchoBackend();
     const oidc = (name: string, p: DevIdentityProvider) => ({
@@ -167,5 +171,22 @@ describe('OIDC login in a real browser', () => {
       await context.clearCookies();
     }
     await page.close();
+  });
+
+  it('refuses an email address the provider has not verified', async () => {
+    const fresh = await launchBrowser();
+    try {
+      const page = await fresh.context.newPage();
+      await page.goto(shareUrl('beta'));
+      const [refused] = await Promise.all([
+        page.waitForResponse((r) => r.url().includes('/dev/auth/callback')),
+        devLogin(page, 'mallory@example.com'),
+      ]);
+      expect(refused.status()).toBe(403);
+      expect(await page.textContent('body')).toContain('mallory@example.com is not verified by the provider');
+      expect((await fresh.context.cookies()).some((c) => c.name === 'svc-auth-session')).toBe(false);
+    } finally {
+      await fresh.close();
+    }
   });
 });
