@@ -36,7 +36,8 @@ function metricSum(text: string, name: string, filter: (labels: string) => boole
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const cp = await startControlPlane({ crds: CRD_FILES });
+  // Every Share has a ClusterIP Service: the harness's /24 service range would run out at ~250.
+  const cp = await startControlPlane({ crds: CRD_FILES, apiServerArgs: ['--service-cluster-ip-range=10.0.0.0/16'] });
   const kc = cp.kubeConfig;
   const api = (path: string, options: Parameters<typeof rawRequest>[2] = {}): Promise<unknown> =>
     rawRequest(kc, path, options);
@@ -74,6 +75,7 @@ async function main(): Promise<void> {
     const port = await new Promise<number>((resolve, reject) => {
       const lines = createInterface({ input: operator!.stderr! });
       lines.on('line', (line) => {
+        if (process.env.OPERATOR_LOG) console.error(line);
         const port = (JSON.parse(line) as { metricsPort?: number }).metricsPort;
         if (port) resolve(port);
       });
@@ -110,7 +112,7 @@ async function main(): Promise<void> {
       ).length;
       if (ready === SHARES) break;
       if (Date.now() - t0 > 30 * 60_000) throw new Error(`only ${ready}/${SHARES} Ready after 30 min`);
-      await sleep(250);
+      await sleep(1000); // listing 1,000 Shares is not free for the API server: poll gently
     }
     const allReady = Date.now() - t0;
     const afterReconcile = await metrics();

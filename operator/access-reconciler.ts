@@ -73,13 +73,12 @@ export class AccessReconciler implements Reconciler {
     const children = desiredAccessChildren(access, valid, share, image);
     const childName = accessChildName(name);
     const created: string[] = [];
-    if (
-      (await applyChild(client, DEPLOYMENTS, children.deployment, caches.deployments.get(namespace, childName))) ===
-      'created'
-    )
-      created.push(`Deployment ${childName}`);
-    if ((await applyChild(client, SERVICES, children.service, caches.services.get(namespace, childName))) === 'created')
-      created.push(`Service ${childName}`);
+    const [deployment, service] = await Promise.all([
+      applyChild(client, DEPLOYMENTS, children.deployment, caches.deployments.get(namespace, childName)),
+      applyChild(client, SERVICES, children.service, caches.services.get(namespace, childName)),
+    ]);
+    if (deployment === 'created') created.push(`Deployment ${childName}`);
+    if (service === 'created') created.push(`Service ${childName}`);
 
     const wasReady = findCondition(access.status?.conditions, 'Ready')?.status === 'True';
     const endpoint = accessEndpoint(valid);

@@ -128,6 +128,8 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
   const authController = new Controller(authReconciler, { metrics, logger, concurrency: 1, backoff });
   const controllers = [shareController, accessController, authController];
 
+  // Share changes reach the auth config at most twice a second: a burst of new OAuth shares is one apply.
+  const authSoon = (): void => authController.queue.addAfter(AUTH_CONFIG_KEY, 500);
   // Wiring: every event enqueues the key of the object to converge (level-based: the event type is ignored).
   const accessesIn = (namespace: string | undefined): void => {
     for (const a of caches.accesses.list()) if (a.metadata.namespace === namespace) accessController.add(objectKey(a));
@@ -136,17 +138,17 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     onAdd: (s) => {
       shareController.add(objectKey(s));
       accessesIn(s.metadata.namespace);
-      if (s.spec?.oauth) authController.add(AUTH_CONFIG_KEY);
+      if (s.spec?.oauth) authSoon();
     },
     onUpdate: (old, s) => {
       if (specChanged(old, s)) shareController.add(objectKey(s));
       if (old.status?.token !== s.status?.token || old.spec?.shareMode !== s.spec?.shareMode)
         accessesIn(s.metadata.namespace);
-      if (old.spec?.oauth || s.spec?.oauth) authController.add(AUTH_CONFIG_KEY);
+      if (old.spec?.oauth || s.spec?.oauth) authSoon();
     },
     onDelete: (s) => {
       accessesIn(s.metadata.namespace);
-      if (s.spec?.oauth) authController.add(AUTH_CONFIG_KEY);
+      if (s.spec?.oauth) authSoon();
       const token = s.status?.token ?? s.spec?.token;
       for (const other of caches.shares.list())
         if (token && (other.spec?.token ?? other.status?.token) === token) shareController.add(objectKey(other));

@@ -88,9 +88,11 @@ export class ShareReconciler implements Reconciler {
     };
     // The config Secret first: the pod mounts it.
     await apply(SECRETS, children.secret, frontendSecretName(name));
-    await apply(DEPLOYMENTS, children.deployment, childName(name));
-    await apply(SERVICES, children.service, childName(name));
-    await apply(INGRESSES, children.ingress, childName(name));
+    await Promise.all([
+      apply(DEPLOYMENTS, children.deployment, childName(name)),
+      apply(SERVICES, children.service, childName(name)),
+      apply(INGRESSES, children.ingress, childName(name)),
+    ]);
 
     const endpoints =
       valid.shareMode === 'public'
