@@ -1,4 +1,4 @@
-import { ProviderError } from './types.ts';
+import { callbackError, ProviderError, type CallbackInput } from './types.ts';
 import { errorText } from '../../lib/errors.ts';
 
 const TIMEOUT_MS = 10_000;
@@ -55,4 +55,31 @@ export function oauthErrorText(json: unknown): string {
     return `${String(error)}${typeof description === 'string' ? `: ${description}` : ''}`;
   }
   return 'unexpected response';
+}
+
+/** The authorization code of a callback, after translating an `error` the provider put there. */
+export function callbackCode(provider: string, input: CallbackInput): string {
+  const refused = callbackError(provider, input.callbackUrl);
+  if (refused) throw refused;
+  const code = input.callbackUrl.searchParams.get('code');
+  if (!code) throw new ProviderError(provider, 'the login response has no authorization code');
+  return code;
+}
+
+/**
+ * RFC 6749 §4.1.3 code exchange with the client secret in the form body and a PKCE verifier;
+ * returns the access token. Some providers answer errors with HTTP 200 and an `error` field, so
+ * success is judged by the presence of `access_token`.
+ */
+export async function exchangeCode(provider: string, tokenUrl: URL, fields: Record<string, string>): Promise<string> {
+  const token = await providerRequest(provider, 'token exchange', tokenUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+    body: form(fields),
+  });
+  const accessToken = (token.json as { access_token?: unknown } | undefined)?.access_token;
+  if (token.status !== 200 || typeof accessToken !== 'string' || accessToken === '') {
+    throw new ProviderError(provider, `token exchange refused (HTTP ${token.status}, ${oauthErrorText(token.json)})`);
+  }
+  return accessToken;
 }

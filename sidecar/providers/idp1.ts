@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ProviderConfig } from '../config.ts';
-import { callbackError, ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
-import { form, oauthErrorText, providerRequest } from './http.ts';
+import { ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
+import { callbackCode, exchangeCode, form, providerRequest } from './http.ts';
 
 /**
  * idp1: the web-search company's OAuth 2.0 provider. Authorization code flow with PKCE against its
@@ -35,26 +35,14 @@ export function idp1Provider(config: ProviderConfig): Provider {
       return Promise.resolve(url);
     },
     async completeLogin(input: CallbackInput) {
-      const refused = callbackError(name, input.callbackUrl);
-      if (refused) throw refused;
-      const code = input.callbackUrl.searchParams.get('code');
-      if (!code) throw new ProviderError(name, 'the login response has no authorization code');
-      const token = await providerRequest(name, 'token exchange', need(endpoints.token_url, 'token_url'), {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-        body: form({
-          grant_type: 'authorization_code',
-          code,
-          redirect_uri: input.redirectUri,
-          client_id: config.clientId,
-          client_secret: config.clientSecret,
-          code_verifier: input.codeVerifier,
-        }),
+      const accessToken = await exchangeCode(name, need(endpoints.token_url, 'token_url'), {
+        grant_type: 'authorization_code',
+        code: callbackCode(name, input),
+        redirect_uri: input.redirectUri,
+        client_id: config.clientId,
+        client_secret: config.clientSecret,
+        code_verifier: input.codeVerifier,
       });
-      const accessToken = (token.json as { access_token?: unknown } | undefined)?.access_token;
-      if (token.status !== 200 || typeof accessToken !== 'string' || accessToken === '') {
-        throw new ProviderError(name, `token exchange refused (HTTP ${token.status}, ${oauthErrorText(token.json)})`);
-      }
       const info = await providerRequest(name, 'user info', need(endpoints.user_info_url, 'user_info_url'), {
         method: 'GET',
         headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },

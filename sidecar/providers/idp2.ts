@@ -1,6 +1,6 @@
 import type { ProviderConfig } from '../config.ts';
-import { callbackError, ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
-import { form, oauthErrorText, providerRequest } from './http.ts';
+import { ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
+import { callbackCode, exchangeCode, form, providerRequest } from './http.ts';
 import { pkceChallenge } from './idp1.ts';
 
 interface EmailEntry {
@@ -43,26 +43,13 @@ export function idp2Provider(config: ProviderConfig): Provider {
       return Promise.resolve(url);
     },
     async completeLogin(input: CallbackInput) {
-      const refused = callbackError(name, input.callbackUrl);
-      if (refused) throw refused;
-      const code = input.callbackUrl.searchParams.get('code');
-      if (!code) throw new ProviderError(name, 'the login response has no authorization code');
-      const token = await providerRequest(name, 'token exchange', need(endpoints.token_url, 'token_url'), {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-        body: form({
-          client_id: config.clientId,
-          client_secret: config.clientSecret,
-          code,
-          redirect_uri: input.redirectUri,
-          code_verifier: input.codeVerifier,
-        }),
+      const accessToken = await exchangeCode(name, need(endpoints.token_url, 'token_url'), {
+        client_id: config.clientId,
+        client_secret: config.clientSecret,
+        code: callbackCode(name, input),
+        redirect_uri: input.redirectUri,
+        code_verifier: input.codeVerifier,
       });
-      // This provider answers token errors with HTTP 200 and an `error` field.
-      const accessToken = (token.json as { access_token?: unknown } | undefined)?.access_token;
-      if (token.status !== 200 || typeof accessToken !== 'string' || accessToken === '') {
-        throw new ProviderError(name, `token exchange refused (HTTP ${token.status}, ${oauthErrorText(token.json)})`);
-      }
       const emails = await providerRequest(name, 'email lookup', api('/user/emails'), {
         method: 'GET',
         headers: {
