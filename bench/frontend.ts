@@ -13,8 +13,8 @@
  * `--load auto` (default) uses wrk when it is installed: written in C, it takes far less of a small
  * machine's CPU from the servers being measured, and reports latency in µs (autocannon: 1 ms steps).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +31,8 @@ import {
   cpuSeconds,
   installCleanup,
   memoryKiB,
+  removeScratchDir,
+  scratchDir,
   startModule,
   startProcess,
   stopAll,
@@ -92,11 +94,11 @@ function settings(): Settings {
 async function main(): Promise<number> {
   const s = settings();
   installCleanup();
-  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-frontend-'));
+  const dir = scratchDir('svc-bench-frontend-');
   const loadBefore = loadavg();
   try {
     // Servers, each in its own process.
-    const [backend, idp, frontendPort, nginxPort] = await Promise.all([
+    const [backend, idp, frontendPort, metricsPort, nginxPort] = await Promise.all([
       startModule<FixedBackend>('backend', join(ROOT, 'bench/lib/fixed-backend.ts'), 'startFixedBackend', {
         bodyBytes: BODY_BYTES,
       }),
@@ -108,9 +110,10 @@ async function main(): Promise<number> {
       ),
       freePort(),
       freePort(),
+      freePort(),
     ]);
     const backendUrl = new URL(backend.ready.url);
-    const frontend = await startFrontendProcess(dir, frontendPort, backendUrl, idp.ready);
+    const frontend = await startFrontendProcess(dir, frontendPort, metricsPort, backendUrl, idp.ready);
     const nginx = await startNginxProxy({ dir: join(dir, 'nginx'), port: nginxPort, upstream: backendUrl });
 
     // A real login through the provider's form gives the session cookie of the OAuth share.
@@ -149,6 +152,7 @@ async function main(): Promise<number> {
     ];
     for (const t of targets) await checkTarget(t);
 
+    const heapBefore = await heapUsedMiB(metricsPort);
     const memoryBefore = memoryKiB(frontend.pid);
     const results: Measured[] = [];
     for (const target of targets) {
@@ -158,17 +162,23 @@ async function main(): Promise<number> {
       results.push(await measure(s, target, backend));
     }
     const memoryAfter = memoryKiB(frontend.pid);
+    const heapAfter = await heapUsedMiB(metricsPort);
     const nginxWorker = nginx.workerPid();
     const nginxMemory = nginxWorker !== undefined ? memoryKiB(nginxWorker) : {};
 
-    printReport(s, results, { before: memoryBefore, after: memoryAfter, nginx: nginxMemory }, loadBefore);
+    printReport(
+      s,
+      results,
+      { before: memoryBefore, after: memoryAfter, nginx: nginxMemory, heapBefore, heapAfter },
+      loadBefore,
+    );
     const bad = results.filter((r) => r.load.non2xx > 0 || r.load.errors > 0 || r.load.requests === 0);
     for (const r of bad)
       process.stderr.write(`FAILED: ${r.target.name}: ${r.load.non2xx} non-2xx, ${r.load.errors} errors\n`);
     return bad.length > 0 ? 1 : 0;
   } finally {
     await stopAll();
-    rmSync(dir, { recursive: true, force: true });
+    removeScratchDir(dir);
   }
 }
 
@@ -176,6 +186,7 @@ async function main(): Promise<number> {
 async function startFrontendProcess(
   dir: string,
   port: number,
+  metricsPort: number,
   backend: URL,
   idp: { issuer: string; clientId: string; clientSecret: string },
 ): Promise<BenchProcess<true>> {
@@ -201,6 +212,7 @@ async function startFrontendProcess(
         },
       ],
     },
+    metrics_address: `127.0.0.1:${metricsPort}`,
     shares: [
       { token: 'open', target: backend.href },
       { token: 'login', target: backend.href, oauth_provider: 'dev', oauth_email_address_patterns: ['*@example.com'] },
@@ -222,6 +234,13 @@ async function startFrontendProcess(
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`the frontend did not become ready:\n${frontend.output().slice(-2000)}`);
+}
+
+/** The frontend's JS heap in use (MiB), from its own Prometheus metrics. */
+async function heapUsedMiB(metricsPort: number): Promise<number | undefined> {
+  const reply = await request(new URL(`http://127.0.0.1:${metricsPort}/metrics`)).catch(() => undefined);
+  const match = /^svc_frontend_nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([0-9.e+]+)$/m.exec(reply?.body ?? '');
+  return match ? Number(match[1]) / 1024 / 1024 : undefined;
 }
 
 /** One request before the load: a broken setup must fail here, not be reported as fast. */
@@ -259,7 +278,13 @@ async function measure(s: Settings, target: Target, backend: BenchProcess<FixedB
 function printReport(
   s: Settings,
   results: Measured[],
-  memory: { before: { rss?: number }; after: { rss?: number; peak?: number }; nginx: { rss?: number } },
+  memory: {
+    before: { rss?: number };
+    after: { rss?: number; peak?: number };
+    nginx: { rss?: number };
+    heapBefore?: number;
+    heapAfter?: number;
+  },
   loadBefore: number[],
 ): void {
   const direct = results[0]?.load;
@@ -301,6 +326,7 @@ function printReport(
     ),
     '',
     `frontend RSS: ${mib(memory.before.rss)} before load, ${mib(memory.after.rss)} after, peak ${mib(memory.after.peak)}` +
+      `; JS heap used ${fixed(memory.heapBefore, 1)} MiB before, ${fixed(memory.heapAfter, 1)} MiB after` +
       `  (nginx worker RSS after: ${mib(memory.nginx.rss)})`,
     '',
   ];

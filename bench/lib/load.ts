@@ -1,9 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startModule, startProcess } from './processes.ts';
+import { removeScratchDir, scratchDir, startModule, startProcess } from './processes.ts';
 
 /** One fixed-duration, fixed-concurrency HTTP load run against one URL. */
 export interface LoadOptions {
@@ -101,7 +100,7 @@ end
 `;
 
 export async function runWrk(options: LoadOptions): Promise<LoadResult> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-wrk-'));
+  const dir = scratchDir('bench-wrk-');
   try {
     const script = join(dir, 'count.lua');
     writeFileSync(script, WRK_SCRIPT);
@@ -135,7 +134,7 @@ export async function runWrk(options: LoadOptions): Promise<LoadResult> {
       errors: r.errors,
     };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    removeScratchDir(dir);
   }
 }
 

@@ -1,5 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -138,7 +139,22 @@ export function installCleanup(): void {
   process.once('SIGTERM', onSignal);
   process.once('exit', () => {
     for (const { child } of running) child.kill('SIGKILL');
+    for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
   });
+}
+
+const scratchDirs = new Set<string>();
+
+/** A new temporary directory, removed by `removeScratchDir` or at the latest when the process exits. */
+export function scratchDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  scratchDirs.add(dir);
+  return dir;
+}
+
+export function removeScratchDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  scratchDirs.delete(dir);
 }
 
 /** Name of the READY line a module child prints (see run-module.ts). */
