@@ -37,7 +37,13 @@ export class CommandGuard {
       return { accepted: false, reason: 'malformed command message' };
     }
     if (!signatureValid(this.publicKey, message)) {
-      return { accepted: false, reason: 'signature does not verify against the pinned controller identity' };
+      // The id of an unverified payload is only echoed in the refusal, so the sender stops waiting.
+      const claimed = unverifiedId(message.payload);
+      return {
+        accepted: false,
+        reason: 'signature does not verify against the pinned controller identity',
+        ...(claimed ? { id: claimed } : {}),
+      };
     }
     let payload: CommandPayload;
     try {
@@ -67,5 +73,14 @@ export class CommandGuard {
 
   private prune(now: number): void {
     for (const [id, expires] of this.seen) if (expires < now) this.seen.delete(id);
+  }
+}
+
+function unverifiedId(payload: string): string | undefined {
+  try {
+    const id = (JSON.parse(payload) as { id?: unknown }).id;
+    return typeof id === 'string' && id.length <= 64 ? id : undefined;
+  } catch {
+    return undefined;
   }
 }
