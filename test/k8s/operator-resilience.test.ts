@@ -47,6 +47,23 @@ describe('operator resilience on a real API server', () => {
         expect(metrics).toContain(name);
       }
       expect(metrics).toMatch(/svc_operator_api_requests_total\{verb="GET",code="200"\} \d+/);
+
+      // AgentEnrollments are not reconciled yet (controller issue); their presence changes nothing.
+      await api(cp, '/apis/svc.dev/v1alpha1/namespaces/default/agentenrollments', {
+        method: 'POST',
+        body: {
+          apiVersion: 'svc.dev/v1alpha1',
+          kind: 'AgentEnrollment',
+          metadata: { name: 'env-1' },
+          spec: {
+            controllerUrl: 'https://controller.example.com',
+            accountTokenSecretRef: { name: 'account', key: 'token' },
+          },
+        },
+      });
+      await createShare(cp, 'after-enrollment', { backendMode: 'proxy', target: 'http://x.default.svc' });
+      await readyShare(cp, 'after-enrollment', 1);
+      expect((await httpText(op.metricsPort, '/readyz')).status).toBe(200);
     } finally {
       await op.close();
     }
