@@ -4,7 +4,7 @@ import type { Caches, InstallationView } from './caches.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
 import type { Installation } from './installation.ts';
 import type { KubeClient } from './kube-client.ts';
-import { FRONTEND_CONFIG_FILE, FRONTEND_METRICS_PORT } from './pod.ts';
+import { FRONTEND_CONFIG_FILE, FRONTEND_METRICS_PORT, FRONTEND_PORT } from './pod.ts';
 import { MANAGED_BY, MANAGED_BY_LABEL, SECRETS, resourcePath, type KubeObject } from './resources.ts';
 import { childName, shareEntry, validateShare, type ValidShare } from './share-children.ts';
 
@@ -21,7 +21,12 @@ export function authFrontendConfig(installation: Installation, shares: readonly 
     .filter((s) => s.oauth)
     .sort((a, b) => a.token.localeCompare(b.token))
     .map((s) => shareEntry(s, `http://${childName(s.name)}.${s.namespace}.svc:80`));
-  return { oauth: installation.section, shares: entries, metrics_address: `0.0.0.0:${FRONTEND_METRICS_PORT}` };
+  // The listener is the pod's, whatever an existing Secret says (as for the per-share sidecars).
+  return {
+    oauth: { ...installation.section, bind_address: `0.0.0.0:${FRONTEND_PORT}` },
+    shares: entries,
+    metrics_address: `0.0.0.0:${FRONTEND_METRICS_PORT}`,
+  };
 }
 
 export interface AuthConfigReconcilerDeps {
