@@ -53,7 +53,7 @@ export function registerEnrollCommands(program: Command): void {
       }
       process.stderr.write(
         `Enrolling environment ${env.envZId} for remote control by the controller at ${env.apiEndpoint}.\n` +
-          'The controller will be able to create and remove shares and accesses of this agent, and to run health checks.\n',
+          'The controller will be able to create and remove shares (of any URL or folder this agent can reach) and accesses, and to run health checks.\n',
       );
       if (!opts.yes && !(await confirmed()))
         throw new SvcError('cancelled', 'enrollment cancelled (type yes to enroll)');

@@ -106,7 +106,7 @@ describe('controller and enrolled agent (svc serve)', () => {
     const result = await svcCli(['agent', 'enroll', '--data-dir', dataDir], { input: 'yes\n' });
     expect(result.stderr).toBe(
       `Enrolling environment ${aliceEnv} for remote control by the controller at ${apiBase}.\n` +
-        'The controller will be able to create and remove shares and accesses of this agent, and to run health checks.\n' +
+        'The controller will be able to create and remove shares (of any URL or folder this agent can reach) and accesses, and to run health checks.\n' +
         'Type yes to enroll: ',
     );
     expect(result.code).toBe(0);
