@@ -12,6 +12,12 @@ export function registerOperatorCommands(program: Command): void {
     )
     .requiredOption('--share-domain <domain>', 'share hosts are <token>.<domain>')
     .requiredOption('--image <image>', 'the svc container image share and access pods run')
+    .option('--ingress-class <name>', 'ingressClassName of the share Ingresses (default: the cluster default class)')
+    .option(
+      '--ingress-annotation <key=value>',
+      'annotation copied onto every share Ingress, e.g. cert-manager.io/cluster-issuer=letsencrypt (repeatable)',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .option('--leader-elect', 'elect a leader on a coordination.k8s.io Lease (run several replicas)', false)
     .option('--metrics-listen <ip:port>', 'listener for /healthz, /readyz and /metrics', '0.0.0.0:8080')
     .option(
@@ -19,7 +25,7 @@ export function registerOperatorCommands(program: Command): void {
       "the auth endpoint's config Secret to maintain (default <release>-auth-frontend beside the frontend Secret)",
     )
     .option('--concurrency <n>', 'reconciles running at once per kind', '4')
-    .action(async (flags: Record<string, string | boolean | undefined>) => {
+    .action(async (flags: Record<string, string | string[] | boolean | undefined>) => {
       const { parseOperatorFlags } = await import('../operator/options.ts');
       const options = parseOperatorFlags(flags);
       const { KubeConfig } = await import('@kubernetes/client-node');

@@ -106,6 +106,7 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
       logger,
       image: options.image,
       domain: options.shareDomain,
+      ingress: options.ingress,
     }),
     { metrics, logger, concurrency: options.concurrency, backoff },
   );

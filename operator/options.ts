@@ -12,6 +12,8 @@ export interface OperatorOptions {
   /** The auth endpoint's config Secret the operator keeps (`<release>-auth-frontend`). */
   readonly authSecret: { namespace: string; name: string };
   readonly shareDomain: string;
+  /** How share Ingresses are served: class and annotations (e.g. cert-manager's) copied onto each. */
+  readonly ingress: ShareIngressOptions;
   readonly image: string;
   readonly leaderElect: boolean;
   /** Lease used for leader election: `svc-operator` in the frontend Secret's namespace. */
@@ -21,11 +23,18 @@ export interface OperatorOptions {
   readonly concurrency: number;
 }
 
+export interface ShareIngressOptions {
+  readonly className?: string;
+  readonly annotations: Readonly<Record<string, string>>;
+}
+
 export interface OperatorFlags {
   namespaceScope?: string;
   frontendSecret?: string;
   authSecret?: string;
   shareDomain?: string;
+  ingressClass?: string;
+  ingressAnnotation?: string[];
   image?: string;
   leaderElect?: boolean;
   metricsListen?: string;
@@ -52,6 +61,15 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
   if (!shareDomain) problems.push('--share-domain: required (share hosts are <token>.<domain>)');
   else if (!DNS_SUBDOMAIN.test(shareDomain) || shareDomain.length > 190)
     problems.push(`--share-domain: must be a DNS domain such as share.example.com, got ${JSON.stringify(shareDomain)}`);
+  const ingressClass = flags.ingressClass ?? '';
+  if (ingressClass && (!DNS_SUBDOMAIN.test(ingressClass) || ingressClass.length > 253))
+    problems.push(`--ingress-class: must be an IngressClass name, got ${JSON.stringify(ingressClass)}`);
+  const annotations: Record<string, string> = {};
+  for (const pair of flags.ingressAnnotation ?? []) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) problems.push(`--ingress-annotation: must be key=value, got ${JSON.stringify(pair)}`);
+    else annotations[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
   const image = flags.image ?? '';
   if (!image) problems.push('--image: required (the svc container image the share pods run)');
   else if (/\s/.test(image)) problems.push('--image: must not contain whitespace');
@@ -70,6 +88,7 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
     frontendSecret,
     authSecret,
     shareDomain,
+    ingress: { ...(ingressClass ? { className: ingressClass } : {}), annotations },
     image,
     leaderElect: flags.leaderElect ?? false,
     lease: { namespace: frontendSecret.namespace, name: 'svc-operator' },

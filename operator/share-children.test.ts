@@ -118,6 +118,15 @@ describe('desiredShareChildren', () => {
     ]);
   });
 
+  it('gives the Ingress the configured class and annotations', () => {
+    const s = share('classy', { backendMode: 'proxy', target: 'http://app:8080', token: 'tok' });
+    const ingress = { className: 'nginx', annotations: { 'cert-manager.io/cluster-issuer': 'wildcard' } };
+    const c = desiredShareChildren(s, valid(s), { ...opts, ingress });
+    expect(c.ingress?.spec).toMatchObject({ ingressClassName: 'nginx' });
+    expect(c.ingress?.metadata.annotations).toEqual({ 'cert-manager.io/cluster-issuer': 'wildcard' });
+    expect(desiredShareChildren(s, valid(s), opts).ingress?.metadata.annotations).toBeUndefined();
+  });
+
   it('puts the OAuth sidecar in front and writes its config from the installation', () => {
     const s = share('sec', {
       backendMode: 'proxy',

@@ -1,3 +1,4 @@
+import type { ShareIngressOptions } from './options.ts';
 import { stringify as toYaml } from 'yaml';
 import { errorText } from '../lib/errors.ts';
 import { compileGlob } from '../lib/glob.ts';
@@ -186,6 +187,7 @@ export interface ShareChildren {
 export interface ShareChildOptions {
   readonly image: string;
   readonly domain: string;
+  readonly ingress?: ShareIngressOptions;
   readonly installation?: Installation;
 }
 
@@ -285,8 +287,14 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
     children.ingress = {
       apiVersion: 'networking.k8s.io/v1',
       kind: 'Ingress',
-      metadata: metadata(name),
+      metadata: {
+        ...metadata(name),
+        ...(options.ingress && Object.keys(options.ingress.annotations).length > 0
+          ? { annotations: { ...options.ingress.annotations } }
+          : {}),
+      },
       spec: {
+        ...(options.ingress?.className ? { ingressClassName: options.ingress.className } : {}),
         rules: [
           {
             host: `${share.token}.${options.domain}`,

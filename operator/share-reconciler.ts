@@ -1,3 +1,4 @@
+import type { ShareIngressOptions } from './options.ts';
 import type { Logger } from '../lib/logger.ts';
 import { applyChild, deleteChild, writeStatus, type ApplyOutcome } from './apply.ts';
 import type { Caches, InstallationView } from './caches.ts';
@@ -29,6 +30,7 @@ export interface ShareReconcilerDeps {
   readonly logger: Logger;
   readonly image: string;
   readonly domain: string;
+  readonly ingress?: ShareIngressOptions;
 }
 
 /**
@@ -46,7 +48,7 @@ export class ShareReconciler implements Reconciler {
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
-    const { caches, installation, client, domain, image } = this.deps;
+    const { caches, installation, client, domain, image, ingress } = this.deps;
     const { namespace, name } = splitKey(key);
     const share = caches.shares.get(namespace, name);
     if (!share || share.metadata.deletionTimestamp) return { result: 'success' };
@@ -74,6 +76,7 @@ export class ShareReconciler implements Reconciler {
     const children = desiredShareChildren(share, valid, {
       image,
       domain,
+      ...(ingress ? { ingress } : {}),
       ...(install?.ok ? { installation: install.installation } : {}),
     });
     const created: string[] = [];

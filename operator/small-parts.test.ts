@@ -100,5 +100,19 @@ describe('parseOperatorFlags', () => {
       leaderElect: false,
     });
     expect(o.namespace).toBeUndefined();
+    expect(o.ingress).toEqual({ annotations: {} });
+  });
+  it('reads the share Ingress class and annotations, refusing malformed ones', () => {
+    const base = {
+      namespaceScope: 'all',
+      frontendSecret: 'svc-system/prod-frontend',
+      shareDomain: 'x.io',
+      image: 'svc:1',
+    };
+    const o = parseOperatorFlags({ ...base, ingressClass: 'nginx', ingressAnnotation: ['a.io/b=c=d', 'e=f'] });
+    expect(o.ingress).toEqual({ className: 'nginx', annotations: { 'a.io/b': 'c=d', e: 'f' } });
+    expect(() => parseOperatorFlags({ ...base, ingressClass: 'Bad Class', ingressAnnotation: ['novalue'] })).toThrow(
+      /--ingress-class: must be an IngressClass name.*\n.*--ingress-annotation: must be key=value/s,
+    );
   });
 });

@@ -270,6 +270,20 @@ describe('rendered manifests', () => {
     expect(ingress.spec.rules.map((r) => r.host)).toEqual(['auth.share.example.com']);
   });
 
+  it('pass the share Ingress class and annotations to the operator', async () => {
+    const objs = await template(
+      '-f',
+      oauthValues,
+      '--set',
+      'operator.shareIngress.className=nginx',
+      '--set',
+      'operator.shareIngress.annotations.cert-manager\\.io/cluster-issuer=wildcard',
+    );
+    const [operator] = containers(find(objs, 'Deployment', 'svc-operator'));
+    expect(operator?.args).toContain('--ingress-class=nginx');
+    expect(operator?.args).toContain('--ingress-annotation=cert-manager.io/cluster-issuer=wildcard');
+  });
+
   it('leave out the auth endpoint and frontend Secret when OAuth is not configured', async () => {
     const objs = await template('--set', 'shareDomain=share.example.com');
     expect(objs.filter((o) => o.metadata?.name?.startsWith('svc-auth') || o.kind === 'Secret')).toEqual([]);
