@@ -1,0 +1,133 @@
+/**
+ * The controller's Kubernetes store on a real kube-apiserver + etcd: the same contract suite as the
+ * embedded file store (controller/store-contract.ts), each store in a fresh namespace, and what
+ * lands in the API server (Secrets labelled managed-by svc-controller, hashes only).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeControllerStore, RECORD_LABEL } from '../../controller/kube-store.ts';
+import { runStoreContract } from '../../controller/store-contract.ts';
+import { hashToken, newSecretToken } from '../../controller/secrets.ts';
+import { startControlPlane, type ControlPlane } from './envtest.ts';
+import { rawRequest } from './raw.ts';
+
+let cp: ControlPlane;
+let namespaces = 0;
+const stores: KubeControllerStore[] = [];
+
+beforeAll(async () => {
+  cp = await startControlPlane();
+}, 120_000);
+
+afterAll(async () => {
+  for (const s of stores) await s.close();
+  await cp?.stop();
+});
+
+async function freshNamespace(): Promise<string> {
+  const name = `ctl-store-${++namespaces}`;
+  await rawRequest(cp.kubeConfig, '/api/v1/namespaces', { method: 'POST', body: { metadata: { name } } });
+  return name;
+}
+
+async function open(namespace: string): Promise<KubeControllerStore> {
+  const store = await KubeControllerStore.create(cp.kubeConfig, namespace);
+  stores.push(store);
+  return store;
+}
+
+runStoreContract('KubeControllerStore (real API server)', async () => {
+  const namespace = await freshNamespace();
+  return { store: await open(namespace), reopen: () => open(namespace) };
+});
+
+describe('KubeControllerStore objects', () => {
+  type Secret = { metadata: { name: string; labels: Record<string, string> }; data: Record<string, string> };
+
+  it('keeps every record as a labelled Secret holding token hashes only', async () => {
+    const namespace = await freshNamespace();
+    const store = await open(namespace);
+    const account = newSecretToken('svca');
+    const enrollment = newSecretToken('svce');
+    await store.createAccount({ id: account.id, email: 'Ops@Example.com', tokenHash: account.hash, createdAt: 'now' });
+    await store.createEnvironment({
+      envZId: 'envk8saaaaaa',
+      accountId: account.id,
+      description: 'd',
+      host: 'h',
+      createdAt: 'now',
+    });
+    await store.createEnrollment({
+      id: enrollment.id,
+      envZId: 'envk8saaaaaa',
+      tokenHash: enrollment.hash,
+      controllerZId: 'ctlaaaaaaaaaaaaaaaa',
+      createdAt: 'now',
+    });
+    const list = (await rawRequest(cp.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`)) as { items: Secret[] };
+    const mine = list.items.filter((s) => s.metadata.labels?.['app.kubernetes.io/managed-by'] === 'svc-controller');
+    expect(mine.map((s) => s.metadata.labels[RECORD_LABEL]).sort()).toEqual([
+      'account',
+      'account-email',
+      'enrollment',
+      'environment',
+    ]);
+    expect(mine.map((s) => s.metadata.name).sort()).toEqual(
+      [
+        `svc-account-${account.id}`,
+        'svc-enrollment-envk8saaaaaa',
+        'svc-env-envk8saaaaaa',
+        expect.stringMatching(/^svc-account-email-[0-9a-f]{40}$/),
+      ].sort(),
+    );
+    const everything =
+      JSON.stringify(list.items.map((s) => Buffer.from(JSON.stringify(s.data)).toString())) +
+      list.items
+        .map((s) =>
+          Object.values(s.data)
+            .map((v) => Buffer.from(v, 'base64').toString())
+            .join(),
+        )
+        .join();
+    expect(everything).not.toContain(account.token);
+    expect(everything).not.toContain(enrollment.token);
+    expect(everything).toContain(hashToken(account.token));
+    // The email itself is not in any object name or label.
+    expect(JSON.stringify(mine.map((s) => s.metadata))).not.toMatch(/ops@example\.com/i);
+  });
+
+  it('an email index left without its account (a crash between the two creates) does not block the email', async () => {
+    const namespace = await freshNamespace();
+    const store = await open(namespace);
+    await store.createAccount({
+      id: 'acctcrashaaa',
+      email: 'crash@example.com',
+      tokenHash: 'a'.repeat(64),
+      createdAt: '',
+    });
+    await rawRequest(cp.kubeConfig, `/api/v1/namespaces/${namespace}/secrets/svc-account-acctcrashaaa`, {
+      method: 'DELETE',
+    });
+    expect(await store.findAccountByEmail('crash@example.com')).toBeUndefined();
+    await store.createAccount({
+      id: 'acctcrashbbb',
+      email: 'CRASH@example.com',
+      tokenHash: 'b'.repeat(64),
+      createdAt: '',
+    });
+    expect((await store.findAccountByEmail('crash@example.com'))?.id).toBe('acctcrashbbb');
+  });
+
+  it('ids that are not DNS labels get hashed names and still round-trip', async () => {
+    const store = await open(await freshNamespace());
+    await store.createAccount({ id: 'Odd_ID.1', email: 'odd@example.com', tokenHash: 'c'.repeat(64), createdAt: '' });
+    await store.createEnvironment({
+      envZId: 'ENV_Odd',
+      accountId: 'Odd_ID.1',
+      description: '',
+      host: '',
+      createdAt: '',
+    });
+    expect((await store.getAccount('Odd_ID.1'))?.email).toBe('odd@example.com');
+    expect((await store.listEnvironments('Odd_ID.1')).map((e) => e.envZId)).toEqual(['ENV_Odd']);
+  });
+});
