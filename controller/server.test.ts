@@ -9,7 +9,7 @@ import { DEFAULT_AGENT_TIMEOUT_MS } from './config.ts';
 import { ControllerFileStore } from './file-store.ts';
 import { createIdentity, requireIdentity } from './identity.ts';
 import { startController, type RunningController } from './main.ts';
-import { MEDIA_TYPE } from './openapi.ts';
+import { MEDIA_TYPE, OpenApi } from './openapi.ts';
 import { newSecretToken } from './secrets.ts';
 
 /** The HTTP pipeline of a real controller on port 0 (in-process), for the paths the e2e tests do not take. */
@@ -55,15 +55,22 @@ function raw(
 }
 
 const ok = { 'content-type': MEDIA_TYPE };
+const openapi = new OpenApi();
+/** Every error body here has the document's Error shape (checked through an operation that documents 404 with it). */
+const errorOf = (reply: { body: string }) => {
+  const body = JSON.parse(reply.body) as unknown;
+  expect(openapi.validateResponse('/agent/unshare', 404, body)).toEqual([]);
+  return body;
+};
 
 describe('controller HTTP pipeline', () => {
   it('unknown paths are 404 not_found and other methods 405, as JSON errors', async () => {
     const missing = await raw('POST', '/api/v1/nope', { ...ok, 'x-token': token }, ['{}']);
     expect(missing.status).toBe(404);
-    expect(JSON.parse(missing.body)).toMatchObject({ code: 'not_found' });
+    expect(errorOf(missing)).toMatchObject({ code: 'not_found' });
     const get = await raw('GET', '/api/v1/agent/status', {});
     expect(get.status).toBe(405);
-    expect(JSON.parse(get.body)).toMatchObject({ code: 'method_not_allowed' });
+    expect(errorOf(get)).toMatchObject({ code: 'method_not_allowed' });
   });
 
   it('accepts the media type with charset=utf-8 and refuses other parameters', async () => {
@@ -75,6 +82,7 @@ describe('controller HTTP pipeline', () => {
       [body],
     );
     expect(utf8.status).toBe(200);
+    expect(openapi.validateResponse('/environment/enable', 200, JSON.parse(utf8.body))).toEqual([]);
     const latin = await raw(
       'POST',
       '/api/v1/environment/enable',
@@ -82,6 +90,7 @@ describe('controller HTTP pipeline', () => {
       [body],
     );
     expect(latin.status).toBe(415);
+    expect(errorOf(latin)).toMatchObject({ code: 'unsupported_media_type' });
   });
 
   it('checks the token before reading the body, and limits a chunked body without Content-Length', async () => {
@@ -93,7 +102,7 @@ describe('controller HTTP pipeline', () => {
       ['{"description":"', 'x'.repeat(3000), '"}'],
     );
     expect(chunked.status).toBe(413);
-    expect(JSON.parse(chunked.body)).toMatchObject({ code: 'body_too_large' });
+    expect(errorOf(chunked)).toMatchObject({ code: 'body_too_large' });
   });
 
   it('a JSON body that is not an object is 400 malformed_json', async () => {
