@@ -14,10 +14,14 @@ export function registerControllerCommands(program: Command): void {
     .option('-c, --config <file>', 'controller configuration (YAML): data_dir, controller, agent_controller')
     .option('--data-dir <dir>', "state directory (default $SVC_DATA_DIR, the config's data_dir, or ~/.svc)")
     .option('--listen <ip:port>', 'API listen address (overrides controller.listen; default 127.0.0.1:18080)')
-    .action(async (opts: { config?: string; dataDir?: string; listen?: string }) => {
-      const { runController } = await import('../controller/main.ts');
-      await runController(opts);
-    });
+    .option('--store <kind>', 'where accounts, environments and enrollments live: file (data dir) or kubernetes')
+    .option('--namespace <ns>', 'with --store kubernetes: namespace of the records (default: the pod namespace)')
+    .action(
+      async (opts: { config?: string; dataDir?: string; listen?: string; store?: string; namespace?: string }) => {
+        const { runController } = await import('../controller/main.ts');
+        await runController(opts);
+      },
+    );
   registerAdminCommands(program);
   registerEnableCommands(program);
   registerEnrollCommands(program);

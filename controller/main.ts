@@ -89,8 +89,19 @@ export async function startController(options: ControllerOptions): Promise<Runni
   };
 }
 
-/** `svc controller [--config <file>] [--data-dir D] [--listen ip:port]` until SIGINT/SIGTERM. */
-export async function runController(options: { config?: string; dataDir?: string; listen?: string }): Promise<void> {
+/**
+ * `svc controller [--config <file>] [--data-dir D] [--listen ip:port] [--store file|kubernetes
+ * [--namespace N]]` until SIGINT/SIGTERM. `--store kubernetes` keeps accounts, environments and
+ * enrollments as Secrets in namespace N (default: the pod's own namespace) through the in-cluster
+ * service account or KUBECONFIG (controller/kube-store.ts).
+ */
+export async function runController(options: {
+  config?: string;
+  dataDir?: string;
+  listen?: string;
+  store?: string;
+  namespace?: string;
+}): Promise<void> {
   const logger = createLogger('svc-controller');
   const config: ControllerConfigFile = options.config
     ? loadControllerConfig(options.config)
@@ -100,14 +111,17 @@ export async function runController(options: { config?: string; dataDir?: string
     throw badInput(`--listen: must be ip:port (for example 127.0.0.1:18080), got ${JSON.stringify(options.listen)}`);
   }
   const dataDir = resolveDataDir(options.dataDir, config.dataDir);
+  const store = await openStore(options.store, options.namespace);
   const running = await startController({
     settings: { ...config.controller, listen },
     ...(config.agentController ? { agentController: config.agentController } : {}),
     dataDir,
+    ...(store ? { store: store.store } : {}),
     logger,
   });
+  const where = store ? `  store:     kubernetes, namespace ${store.namespace}` : `  data dir:  ${dataDir}`;
   process.stdout.write(
-    `svc controller is ready\n  api:       ${running.apiUrl}\n  openapi:   ${running.apiUrl}/openapi.json\n  data dir:  ${dataDir}\n`,
+    `svc controller is ready\n  api:       ${running.apiUrl}\n  openapi:   ${running.apiUrl}/openapi.json\n${where}\n`,
   );
   await new Promise<void>((resolve) => {
     const stop = () => {
@@ -118,4 +132,25 @@ export async function runController(options: { config?: string; dataDir?: string
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });
+}
+
+/** The store `--store` names; undefined = the embedded file store under the data directory. */
+async function openStore(
+  kind: string | undefined,
+  namespace: string | undefined,
+): Promise<{ store: ControllerStore; namespace: string } | undefined> {
+  if (kind === undefined || kind === 'file') {
+    if (namespace !== undefined) throw badInput('--namespace: only applies with --store kubernetes');
+    return undefined;
+  }
+  if (kind !== 'kubernetes') throw badInput(`--store: must be file or kubernetes, got ${JSON.stringify(kind)}`);
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const { KubeControllerStore, podNamespace } = await import('./kube-store.ts');
+  const ns = namespace ?? podNamespace();
+  if (!ns) {
+    throw badInput('--namespace: required with --store kubernetes outside a pod (the namespace holding the records)');
+  }
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return { store: await KubeControllerStore.create(kc, ns), namespace: ns };
 }
