@@ -4,6 +4,7 @@ import { registerFrontendCommands } from './frontend.ts';
 import { registerOperatorCommands } from './operator.ts';
 import { registerLocalAgentCommands } from './agent-commands.ts';
 import { registerControllerCommands } from './controller.ts';
+import { registerEnvironmentAgentCommands } from './environment-agent.ts';
 
 /**
  * The `svc` command. Each concern registers its subcommands from its own file; this file only
@@ -19,6 +20,7 @@ export function buildProgram(): Command {
   registerOperatorCommands(program);
   registerLocalAgentCommands(program);
   registerControllerCommands(program);
+  registerEnvironmentAgentCommands(program);
   return program;
 }
 

@@ -1,0 +1,95 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import type { EnrollmentFile } from '../agent/remoting/files.ts';
+import { SvcError, badInput, errorText } from '../lib/errors.ts';
+import { subcommand } from './local.ts';
+
+interface EnvironmentAgentOptions {
+  namespace: string;
+  enrollmentFile: string;
+}
+
+/**
+ * `svc agent environment --namespace N --enrollment-file F`: the environment agent of a Kubernetes
+ * namespace enrolled by an AgentEnrollment (docs/controller.md, "Kubernetes"). The operator runs it
+ * in a Deployment with the enrollment Secret mounted as F and a ServiceAccount that may only manage
+ * Shares and Accesses in N.
+ */
+export function registerEnvironmentAgentCommands(program: Command): void {
+  const agent = subcommand(program, 'agent', 'agent operations');
+  agent
+    .command('environment')
+    .description("hold an enrolled namespace's remoting connection and run remote commands as Share/Access objects")
+    .requiredOption('--namespace <ns>', 'the namespace (environment) whose Shares and Accesses the agent manages')
+    .requiredOption(
+      '--enrollment-file <path>',
+      'agent-enrollment.json written by the operator (the mounted enrollment Secret)',
+    )
+    .action(async (opts: EnvironmentAgentOptions) => {
+      await runEnvironmentAgent(opts);
+    });
+}
+
+async function runEnvironmentAgent(opts: EnvironmentAgentOptions): Promise<void> {
+  const [{ KubeConfig }, { KubeClient }, { RemotingClient }, { kubeExecutor }, { createLogger }] = await Promise.all([
+    import('@kubernetes/client-node'),
+    import('../operator/kube-client.ts'),
+    import('../agent/remoting/client.ts'),
+    import('../agent/remoting/kube-executor.ts'),
+    import('../lib/logger.ts'),
+  ]);
+  const enrollment = readEnrollmentFile(opts.enrollmentFile);
+  const logger = createLogger('svc-environment-agent');
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  const client = await KubeClient.create(kc);
+  const remoting = new RemotingClient({
+    enrollment,
+    executor: kubeExecutor({ client, namespace: opts.namespace, logger }),
+    logger,
+  });
+  logger.info({ namespace: opts.namespace, envZId: enrollment.envZId }, 'environment agent starting');
+  remoting.start();
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      remoting
+        .close()
+        .catch(() => undefined)
+        .finally(() => {
+          client.close();
+          resolve();
+        });
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+}
+
+/**
+ * Reads the enrollment the operator wrote. Unlike `agent-enrollment.json` in a data directory, the
+ * file's mode is not checked: a Secret volume's mode is set by the kubelet (group-readable with
+ * fsGroup), and the pod holds no other user.
+ */
+export function readEnrollmentFile(path: string): EnrollmentFile {
+  let doc: Partial<EnrollmentFile>;
+  try {
+    doc = JSON.parse(readFileSync(path, 'utf8')) as Partial<EnrollmentFile>;
+  } catch (err) {
+    throw new SvcError('enrollment_unreadable', `--enrollment-file: cannot read ${path}: ${errorText(err)}`);
+  }
+  const str = (v: unknown): v is string => typeof v === 'string' && v !== '';
+  if (
+    doc?.version !== 1 ||
+    !str(doc.apiEndpoint) ||
+    !str(doc.envZId) ||
+    !str(doc.enrollmentId) ||
+    !str(doc.token) ||
+    !str(doc.controller?.zId) ||
+    !str(doc.controller?.publicKey)
+  ) {
+    throw badInput(`--enrollment-file: ${path} is not an agent enrollment (version 1)`);
+  }
+  return doc as EnrollmentFile;
+}
