@@ -5,6 +5,8 @@ import { AUTH_CONFIG_KEY, AuthConfigReconciler } from './auth-config-reconciler.
 import type { BackoffPolicy } from './backoff.ts';
 import { ownedBy, type Caches, type InstallationView } from './caches.ts';
 import { Controller } from './controller.ts';
+import { EnrollmentReconciler } from './enrollment-reconciler.ts';
+import type { AgentEnrollment } from './enrollment-children.ts';
 import { EventRecorder } from './events.ts';
 import { startHealthServer } from './health-server.ts';
 import { Informer, apiSource } from './informer.ts';
@@ -15,6 +17,7 @@ import { OperatorMetrics } from './metrics.ts';
 import type { OperatorOptions } from './options.ts';
 import {
   ACCESSES,
+  AGENT_ENROLLMENTS,
   DEPLOYMENTS,
   INGRESSES,
   MANAGED_BY,
@@ -91,7 +94,8 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     { fieldSelector: `metadata.name=${options.frontendSecret.name}` },
     options.frontendSecret.namespace,
   );
-  const all: Informer[] = [...(Object.values(caches) as Informer[]), frontendSecret];
+  const enrollments = informer<AgentEnrollment>(AGENT_ENROLLMENTS);
+  const all: Informer[] = [...(Object.values(caches) as Informer[]), frontendSecret, enrollments];
 
   let installation: InstallationResult | undefined;
   const installationView: InstallationView = { current: () => installation };
@@ -127,7 +131,17 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     secret: options.authSecret,
   });
   const authController = new Controller(authReconciler, { metrics, logger, concurrency: 1, backoff });
-  const controllers = [shareController, accessController, authController];
+  const enrollmentController = new Controller(
+    new EnrollmentReconciler({ client, enrollments, caches, events, logger, image: options.image }),
+    { metrics, logger, concurrency: options.concurrency, backoff },
+  );
+  const controllers = [shareController, accessController, authController, enrollmentController];
+  enrollments.on({
+    onAdd: (e) => enrollmentController.add(objectKey(e)),
+    onUpdate: (old, e) => {
+      if (specChanged(old, e)) enrollmentController.add(objectKey(e));
+    },
+  });
 
   // Share changes reach the auth config at most twice a second: a burst of new OAuth shares is one apply.
   const authSoon = (): void => authController.queue.addAfter(AUTH_CONFIG_KEY, 500);
@@ -166,6 +180,8 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     if (share) shareController.add(share);
     const access = ownedBy(child, ACCESSES.kind);
     if (access) accessController.add(access);
+    const enrollment = ownedBy(child, AGENT_ENROLLMENTS.kind);
+    if (enrollment) enrollmentController.add(enrollment);
   };
   for (const cache of [caches.deployments, caches.services, caches.ingresses, caches.secrets]) {
     cache.on({ onAdd: toOwner, onUpdate: (_old, child) => toOwner(child), onDelete: toOwner });
@@ -208,6 +224,7 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     authReconciler.reset();
     for (const s of caches.shares.list()) shareController.add(objectKey(s));
     for (const a of caches.accesses.list()) accessController.add(objectKey(a));
+    for (const e of enrollments.list()) enrollmentController.add(objectKey(e));
     authController.add(AUTH_CONFIG_KEY);
     metrics.leader.set(1);
     for (const c of controllers) c.queue.resume();

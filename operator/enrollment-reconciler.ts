@@ -1,0 +1,375 @@
+import { hostname } from 'node:os';
+import type { EnrollmentFile } from '../agent/remoting/files.ts';
+import { callApi } from '../controller/client.ts';
+import { SvcError, errorText } from '../lib/errors.ts';
+import type { Logger } from '../lib/logger.ts';
+import { applyChild, writeStatus } from './apply.ts';
+import type { Caches } from './caches.ts';
+import { findCondition, setCondition } from './conditions.ts';
+import type { ReconcileResult, Reconciler } from './controller.ts';
+import {
+  ROLES,
+  ROLE_BINDINGS,
+  SERVICE_ACCOUNTS,
+  UNENROLL_FINALIZER,
+  controllerFailure,
+  desiredEnvironmentAgent,
+  enrollmentChildName,
+  enrollmentSecret,
+  enrollmentSecretName,
+  readEnrollmentState,
+  validateEnrollment,
+  type AgentEnrollment,
+  type AgentEnrollmentStatus,
+  type EnrollmentState,
+  type ValidEnrollment,
+} from './enrollment-children.ts';
+import type { EventRecorder } from './events.ts';
+import type { Informer } from './informer.ts';
+import { isNotFound, type KubeClient } from './kube-client.ts';
+import {
+  AGENT_ENROLLMENTS,
+  DEPLOYMENTS,
+  SECRETS,
+  objectPath,
+  resourcePath,
+  splitKey,
+  type Condition,
+  type KubeObject,
+} from './resources.ts';
+
+export interface EnrollmentReconcilerDeps {
+  readonly client: KubeClient;
+  readonly enrollments: Informer<AgentEnrollment>;
+  readonly caches: Caches;
+  readonly events: EventRecorder;
+  readonly logger: Logger;
+  readonly image: string;
+  /** The controller API client (controller/client.ts); replaceable in tests. */
+  readonly callApi?: typeof callApi;
+}
+
+/** A token Secret that is missing or wrong is not watched: look again after this long. */
+const RECHECK_MS = 30_000;
+
+/**
+ * AgentEnrollment → an environment at the controller (`/environment/enable`), enrolled
+ * (`/agent/enroll`), with the enrollment token, envZId and pinned controller identity kept in the
+ * Secret `svc-agent-<name>-enrollment` — never in status, Events or logs — and the environment
+ * agent (ServiceAccount + Role for Shares/Accesses in this namespace, RoleBinding, Deployment).
+ *
+ * The environment lives outside the cluster, so this is the one reconciler with a finalizer
+ * (`svc.dev/unenroll`): deleting the AgentEnrollment unenrolls and disables the environment at the
+ * controller before the object goes; the garbage collector removes the children.
+ *
+ * Enrollment is written down step by step (envZId right after enabling, the enrollment file right
+ * after enrolling), and the state Secret is read from the API server, not the cache, so a retry
+ * never enables a second environment. An enrollment whose token was lost (a crash between enroll
+ * and the write) is replaced: unenroll, enroll again.
+ */
+export class EnrollmentReconciler implements Reconciler {
+  readonly kind = 'AgentEnrollment';
+  private readonly deps: EnrollmentReconcilerDeps;
+  private readonly api: typeof callApi;
+
+  constructor(deps: EnrollmentReconcilerDeps) {
+    this.deps = deps;
+    this.api = deps.callApi ?? callApi;
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult> {
+    const { namespace, name } = splitKey(key);
+    const e = this.deps.enrollments.get(namespace, name);
+    if (!e) return { result: 'success' };
+    if (e.metadata.deletionTimestamp) return await this.finalize(e);
+
+    const validation = validateEnrollment(e);
+    if (!validation.ok) {
+      return await this.notReady(e, 'InvalidSpec', validation.problems.join('; '), 'invalid', undefined);
+    }
+    const spec = validation.value;
+    if (!(e.metadata as { finalizers?: string[] }).finalizers?.includes(UNENROLL_FINALIZER)) {
+      await this.setFinalizers(e, [
+        ...((e.metadata as { finalizers?: string[] }).finalizers ?? []),
+        UNENROLL_FINALIZER,
+      ]);
+    }
+
+    let state = await this.readState(e);
+    if (state && state.controllerUrl !== spec.controllerUrl) {
+      // Moved to another controller: release the old environment (best effort), start afresh.
+      await this.release(e, state, spec).catch((err: unknown) =>
+        this.deps.logger.warn(
+          { enrollment: key, err: errorText(err) },
+          'could not release the environment at the previous controller',
+        ),
+      );
+      await this.deleteState(e);
+      state = undefined;
+    }
+
+    if (!state?.enrollment) {
+      const token = await this.accountToken(e, spec);
+      if (typeof token !== 'string') {
+        return await this.notReady(e, 'AccountTokenMissing', token.problem, 'waiting', state, RECHECK_MS);
+      }
+      try {
+        state = await this.enroll(e, spec, token, state);
+      } catch (err) {
+        const { reason, retry } = controllerFailure(err);
+        const outcome = await this.notReady(e, reason, errorText(err), 'waiting', state, retry ? undefined : 60_000);
+        if (retry) throw err;
+        return outcome;
+      }
+    }
+    const enrollment = state.enrollment;
+    if (!enrollment) throw new SvcError('enrollment_incomplete', 'enrollment state has no enrollment file');
+
+    await this.applyAgent(e, enrollment);
+    const ready = {
+      type: 'Ready',
+      status: 'True',
+      reason: 'Enrolled',
+      message: `enrolled with ${spec.controllerUrl} as environment ${state.envZId}; environment agent ${enrollmentChildName(name)} applied`,
+    } as const;
+    await writeStatus(
+      this.deps.client,
+      AGENT_ENROLLMENTS,
+      e,
+      e.status,
+      this.status(e, { envZId: state.envZId, enrolled: true }, [ready, this.available(e)]) as Record<string, unknown>,
+    );
+    return { result: 'success' };
+  }
+
+  /** enable (unless an envZId was recorded) → record it → enroll → record the enrollment file. */
+  private async enroll(
+    e: AgentEnrollment,
+    spec: ValidEnrollment,
+    token: string,
+    previous: EnrollmentState | undefined,
+  ): Promise<EnrollmentState & { enrollment: EnrollmentFile }> {
+    const url = spec.controllerUrl;
+    const where = `${e.metadata.namespace}/${e.metadata.name}`;
+    let envZId = previous?.envZId;
+    if (!envZId) {
+      const enabled = await this.api<{ envZId: string }>(url, '/environment/enable', token, {
+        description: (spec.description || `Kubernetes namespace ${e.metadata.namespace ?? ''}`).slice(0, 256),
+        host: `kubernetes:${e.metadata.namespace ?? ''}@${hostname()}`.slice(0, 256),
+      });
+      envZId = enabled.envZId;
+      await this.writeState(e, { controllerUrl: url, envZId });
+      this.deps.logger.info({ enrollment: where, envZId }, 'environment enabled at the controller');
+    }
+    type Enrolled = { token: string; enrollmentId: string; controller: { zId: string; publicKey: string } };
+    let enrolled: Enrolled;
+    try {
+      enrolled = await this.api<Enrolled>(url, '/agent/enroll', token, { envZId });
+    } catch (err) {
+      if (err instanceof SvcError && err.code === 'already_enrolled') {
+        // Enrolled earlier but its token was never recorded: replace that enrollment.
+        await this.api(url, '/agent/unenroll', token, { envZId });
+        enrolled = await this.api<Enrolled>(url, '/agent/enroll', token, { envZId });
+      } else if (err instanceof SvcError && err.code === 'environment_not_found') {
+        // The environment was removed at the controller: forget it, enable a new one on retry.
+        await this.deleteState(e);
+        throw err;
+      } else throw err;
+    }
+    const enrollment: EnrollmentFile = {
+      version: 1,
+      apiEndpoint: url,
+      envZId,
+      enrollmentId: enrolled.enrollmentId,
+      token: enrolled.token,
+      controller: { zId: enrolled.controller.zId, publicKey: enrolled.controller.publicKey },
+      enrolledAt: new Date().toISOString(),
+    };
+    const state = { controllerUrl: url, envZId, enrollment };
+    await this.writeState(e, state);
+    this.deps.logger.info(
+      { enrollment: where, envZId, enrollmentId: enrolled.enrollmentId, controller: enrolled.controller.zId },
+      'enrolled with the controller',
+    );
+    this.deps.events.record(e, 'Normal', 'Enrolled', `enrolled with ${url} as environment ${envZId}`);
+    return state;
+  }
+
+  /** Deletion: unenroll and disable the environment at the controller, then drop the finalizer. */
+  private async finalize(e: AgentEnrollment): Promise<ReconcileResult> {
+    const finalizers = (e.metadata as { finalizers?: string[] }).finalizers ?? [];
+    if (!finalizers.includes(UNENROLL_FINALIZER)) return { result: 'success' };
+    const state = await this.readState(e);
+    const validation = validateEnrollment(e);
+    if (state && validation.ok) {
+      const token = await this.accountToken(e, validation.value);
+      if (typeof token === 'string') {
+        try {
+          await this.release(e, state, validation.value, token);
+        } catch (err) {
+          const { reason } = controllerFailure(err);
+          await this.notReady(e, reason, `cannot unenroll: ${errorText(err)}`, 'waiting', state);
+          throw err;
+        }
+        this.deps.logger.info(
+          { enrollment: `${e.metadata.namespace}/${e.metadata.name}`, envZId: state.envZId },
+          'unenrolled and disabled the environment at the controller',
+        );
+      } else {
+        this.deps.events.record(
+          e,
+          'Warning',
+          'UnenrollSkipped',
+          `${token.problem}: environment ${state.envZId} stays at ${state.controllerUrl} (disable it with svc disable)`,
+        );
+      }
+    }
+    await this.setFinalizers(
+      e,
+      finalizers.filter((f) => f !== UNENROLL_FINALIZER),
+    );
+    return { result: 'success' };
+  }
+
+  /** Unenrolls (when enrolled) and disables the environment; "already gone" answers count as done. */
+  private async release(
+    e: AgentEnrollment,
+    state: EnrollmentState,
+    spec: ValidEnrollment,
+    knownToken?: string,
+  ): Promise<void> {
+    const token = knownToken ?? (await this.accountToken(e, spec));
+    if (typeof token !== 'string') return;
+    const gone = (err: unknown): boolean =>
+      err instanceof SvcError && ['not_enrolled', 'environment_not_found', 'unauthorized'].includes(err.code);
+    const call = async (path: string): Promise<void> => {
+      try {
+        await this.api(state.controllerUrl, path, token, { envZId: state.envZId });
+      } catch (err) {
+        if (!gone(err)) throw err;
+      }
+    };
+    if (state.enrollment) await call('/agent/unenroll');
+    await call('/environment/disable');
+  }
+
+  private async applyAgent(e: AgentEnrollment, enrollment: EnrollmentFile): Promise<void> {
+    const { client, caches, image } = this.deps;
+    const children = desiredEnvironmentAgent(e, enrollment, image);
+    await Promise.all([
+      client.apply(objectPath(SERVICE_ACCOUNTS, children.serviceAccount), children.serviceAccount),
+      client.apply(objectPath(ROLES, children.role), children.role),
+    ]);
+    await client.apply(objectPath(ROLE_BINDINGS, children.roleBinding), children.roleBinding);
+    const live = caches.deployments.get(e.metadata.namespace ?? '', enrollmentChildName(e.metadata.name));
+    await applyChild(client, DEPLOYMENTS, children.deployment, live);
+  }
+
+  /** The account token from spec.accountTokenSecretRef, or why there is none (never the value). */
+  private async accountToken(e: AgentEnrollment, spec: ValidEnrollment): Promise<string | { problem: string }> {
+    const where = `Secret ${spec.secretName} key ${spec.secretKey}`;
+    let secret: KubeObject;
+    try {
+      secret = await this.deps.client.get(resourcePath(SECRETS, e.metadata.namespace, spec.secretName));
+    } catch (err) {
+      if (isNotFound(err)) return { problem: `${where}: the Secret does not exist` };
+      throw err;
+    }
+    const value = (secret.data as Record<string, string> | undefined)?.[spec.secretKey];
+    const token = value === undefined ? '' : Buffer.from(value, 'base64').toString('utf8').trim();
+    return token ? token : { problem: `${where}: the key is missing or empty` };
+  }
+
+  private async readState(e: AgentEnrollment): Promise<EnrollmentState | undefined> {
+    try {
+      const secret = await this.deps.client.get(
+        resourcePath(SECRETS, e.metadata.namespace, enrollmentSecretName(e.metadata.name)),
+      );
+      return readEnrollmentState(secret.data as Record<string, string> | undefined);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  private async writeState(e: AgentEnrollment, state: EnrollmentState): Promise<void> {
+    const secret = enrollmentSecret(e, state);
+    // Apply replaces the data map as a whole (keys not given are removed), so stale keys cannot linger.
+    await this.deps.client.apply(objectPath(SECRETS, secret), secret);
+  }
+
+  private async deleteState(e: AgentEnrollment): Promise<void> {
+    try {
+      await this.deps.client.delete(resourcePath(SECRETS, e.metadata.namespace, enrollmentSecretName(e.metadata.name)));
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  /** Merge patch of the finalizer list, conditional on the resourceVersion seen (a conflict retries). */
+  private async setFinalizers(e: AgentEnrollment, finalizers: string[]): Promise<void> {
+    await this.deps.client.request('PATCH', objectPath(AGENT_ENROLLMENTS, e), {
+      body: { metadata: { finalizers, resourceVersion: e.metadata.resourceVersion } },
+      contentType: 'application/merge-patch+json',
+    });
+  }
+
+  private async notReady(
+    e: AgentEnrollment,
+    reason: string,
+    message: string,
+    result: 'invalid' | 'waiting',
+    state: EnrollmentState | undefined,
+    requeueAfterMs?: number,
+  ): Promise<ReconcileResult> {
+    const previous = findCondition(e.status?.conditions, 'Ready');
+    const status = this.status(
+      e,
+      { ...(state?.envZId ? { envZId: state.envZId } : {}), enrolled: Boolean(state?.enrollment) },
+      [{ type: 'Ready', status: 'False', reason, message }],
+    );
+    await writeStatus(this.deps.client, AGENT_ENROLLMENTS, e, e.status, status as Record<string, unknown>);
+    if (previous?.reason !== reason || previous.message !== message || previous.status !== 'False') {
+      this.deps.events.record(e, 'Warning', reason, message);
+      this.deps.logger.info(
+        { enrollment: `${e.metadata.namespace}/${e.metadata.name}`, reason },
+        'enrollment not ready',
+      );
+    }
+    return { result, ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}) };
+  }
+
+  private status(
+    e: AgentEnrollment,
+    fields: Pick<AgentEnrollmentStatus, 'envZId' | 'enrolled'>,
+    conditions: Omit<Condition, 'lastTransitionTime'>[],
+  ): AgentEnrollmentStatus {
+    const generation = e.metadata.generation;
+    let list = e.status?.conditions;
+    for (const c of conditions) list = setCondition(list, c, generation, new Date());
+    const types = new Set(conditions.map((c) => c.type));
+    return {
+      ...fields,
+      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+      conditions: (list ?? []).filter((c) => types.has(c.type)),
+    };
+  }
+
+  /** `Available` mirrors the environment agent Deployment's own condition. */
+  private available(e: AgentEnrollment): Omit<Condition, 'lastTransitionTime'> {
+    const deployment = this.deps.caches.deployments.get(
+      e.metadata.namespace ?? '',
+      enrollmentChildName(e.metadata.name),
+    ) as { status?: { conditions?: Condition[] } } | undefined;
+    const c = deployment?.status?.conditions?.find((d) => d.type === 'Available');
+    if (!c) {
+      return {
+        type: 'Available',
+        status: 'Unknown',
+        reason: 'Pending',
+        message: 'the environment agent Deployment has not reported availability yet',
+      };
+    }
+    return { type: 'Available', status: c.status, reason: c.reason || 'Deployment', message: c.message || '' };
+  }
+}
