@@ -12,6 +12,8 @@ import { subcommand } from './local.ts';
 interface StoreOptions {
   dataDir?: string;
   config?: string;
+  store?: string;
+  namespace?: string;
 }
 
 /**
@@ -29,10 +31,14 @@ export function registerAdminCommands(program: Command): void {
     .argument('<email>', 'email address of the account owner')
     .option('--data-dir <dir>', "the controller's data directory (default $SVC_DATA_DIR or ~/.svc)")
     .option('-c, --config <file>', 'controller config file (its data_dir is used)')
+    .option('--store <kind>', 'file (the data directory) or kubernetes (Secrets in --namespace)')
+    .option('--namespace <ns>', 'with --store kubernetes: the controller namespace (default: the pod namespace)')
     .action(async (email: string, opts: StoreOptions) => {
       if (!/^[^@\s]+@[^@\s]+$/.test(email))
         throw badInput(`<email>: must be an email address, got ${JSON.stringify(email)}`);
-      const store = new ControllerFileStore(controllerDataDir(opts));
+      const { openStore } = await import('../controller/main.ts');
+      const store =
+        (await openStore(opts.store, opts.namespace))?.store ?? new ControllerFileStore(controllerDataDir(opts));
       const { token, id, hash } = newSecretToken('svca');
       await store.createAccount({ id, email, tokenHash: hash, createdAt: new Date().toISOString() });
       await store.close();

@@ -134,8 +134,11 @@ export async function runController(options: {
   });
 }
 
-/** The store `--store` names; undefined = the embedded file store under the data directory. */
-async function openStore(
+/**
+ * The store `--store` names (`svc controller`, `svc admin create account`); undefined = the
+ * embedded file store under the data directory.
+ */
+export async function openStore(
   kind: string | undefined,
   namespace: string | undefined,
 ): Promise<{ store: ControllerStore; namespace: string } | undefined> {
