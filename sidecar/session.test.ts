@@ -36,6 +36,15 @@ describe('session cookie', () => {
     expect(() => cookies.write(session({ refreshToken: 'r'.repeat(6000) }))).toThrow(/above the 4000-byte bound/);
   });
 
+  it('stops accepting a session at its expiry, also when it was read before', async () => {
+    const set = cookies.write({ ...session({ accessToken: 'a' }), expiresAt: Date.now() + 80 });
+    const header = set.split(';')[0];
+    expect(cookies.read(header)?.email).toBe('a@example.com');
+    expect(cookies.read(header)?.email).toBe('a@example.com');
+    await new Promise((r) => setTimeout(r, 120));
+    expect(cookies.read(header)).toBeUndefined();
+  });
+
   it('clears by expiring immediately', () => {
     expect(cookies.clear()).toMatch(
       /^svc-auth-session=; Path=\/; Domain=example\.com; Max-Age=0; Expires=Thu, 01 Jan 1970/,

@@ -27,6 +27,8 @@ export interface SessionCookies {
   readonly name: string;
 }
 
+const OPENED_CACHE_SIZE = 10_000;
+
 export function sessionCookies(
   sealer: Sealer,
   name: string,
@@ -48,9 +50,29 @@ export function sessionCookies(
     if (smaller.length <= MAX_COOKIE_BYTES) return smaller;
     throw new Error(`session cookie would be ${smaller.length} bytes, above the ${MAX_COOKIE_BYTES}-byte bound`);
   };
+  // Opened sessions by exact cookie value. A sealed value cannot change without failing to open,
+  // so a hit needs only the expiry check; this skips HMAC + AES-GCM + JSON on every request of a
+  // visitor (measured in docs/benchmarks.md). Bounded; oldest entries go first.
+  const opened = new Map<string, Session>();
+  const read = (header: string | undefined): Session | undefined => {
+    const value = parseCookies(header).get(name);
+    if (!value) return undefined;
+    const hit = opened.get(value);
+    if (hit) {
+      if (hit.expiresAt > Date.now()) return hit;
+      opened.delete(value);
+      return undefined;
+    }
+    const session = sealer.open<Session>('session', value);
+    if (session) {
+      if (opened.size >= OPENED_CACHE_SIZE) opened.delete(opened.keys().next().value as string);
+      opened.set(value, session);
+    }
+    return session;
+  };
   return {
     name,
-    read: (header) => sealer.open<Session>('session', parseCookies(header).get(name)),
+    read,
     write,
     clear: () => serializeCookie(name, '', { ...options, maxAgeSeconds: 0 }),
   };
