@@ -179,7 +179,7 @@ describe('values validation', () => {
       ['--set', 'operator.replicas=2,operator.leaderElect=false'],
       "at '/operator/leaderElect': value must be true",
     ],
-    ['the controller switched on', ['--set', 'controller.enabled=true'], "at '/controller/enabled'"],
+    ['the controller without an identity', ['--set', 'controller.enabled=true'], "at '/controller/identity'"],
   ])('rejects %s', async (_name, args, message) => {
     const out = await helm(
       'template',
@@ -412,11 +412,15 @@ describe('helm install into the real API server', () => {
       { group: '', resource: 'events', verb: 'create', namespace: 'team-a' },
       { group: 'coordination.k8s.io', resource: 'leases', verb: 'create', namespace: RELEASE_NS },
       { group: 'coordination.k8s.io', resource: 'leases', verb: 'update', namespace: RELEASE_NS, name: 'svc-operator' },
+      // AgentEnrollments: the finalizer, and the environment agent's Role (granting needs holding).
+      { group: 'svc.dev', resource: 'agentenrollments', verb: 'patch', namespace: 'team-a' },
+      { group: 'svc.dev', resource: 'shares', verb: 'delete', namespace: 'team-a' },
+      { group: 'rbac.authorization.k8s.io', resource: 'roles', verb: 'create', namespace: 'team-a' },
     ];
     const denied: Array<Record<string, string>> = [
-      { group: 'svc.dev', resource: 'shares', verb: 'delete', namespace: 'team-a' },
-      { group: 'svc.dev', resource: 'shares', verb: 'update', namespace: 'team-a' },
       { group: '', resource: 'pods', verb: 'create', namespace: 'team-a' },
+      { group: 'rbac.authorization.k8s.io', resource: 'clusterrolebindings', verb: 'create' },
+      { group: 'rbac.authorization.k8s.io', resource: 'roles', verb: 'escalate', namespace: 'team-a' },
       { group: '', resource: 'configmaps', verb: 'get', namespace: 'team-a' },
       { group: 'rbac.authorization.k8s.io', resource: 'clusterroles', verb: 'create' },
       { group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions', verb: 'update' },
