@@ -50,6 +50,9 @@ let work: string;
 let helmBin: string;
 let identityFile: string;
 let zId: string;
+let controllerProcess: ChildProcess | undefined;
+let apiUrl: string | undefined;
+let accountToken = '';
 
 function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   return new Promise((resolve) => {
@@ -97,6 +100,11 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  if (controllerProcess && controllerProcess.exitCode === null) {
+    const exited = new Promise((resolve) => controllerProcess?.once('exit', resolve));
+    controllerProcess.kill('SIGTERM');
+    await exited;
+  }
   await cp?.stop();
   if (work) await rm(work, { recursive: true, force: true });
 });
@@ -288,16 +296,16 @@ describe('helm install with the controller', () => {
       configPath,
       (await readFile(configPath, 'utf8')).replace('/run/svc/identity/identity.json', identity),
     );
-    const child: ChildProcess = spawn(
+    const child: ChildProcess = (controllerProcess = spawn(
       NODE,
       [SVC, ...container.args!.map(rewrite(container)), '--listen', '127.0.0.1:0'],
       { env: { ...process.env, KUBECONFIG: sa.kubeconfigPath, SVC_DATA_DIR: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    ));
     let output = '';
     child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-    try {
-      const apiUrl = await eventually(
+    {
+      apiUrl = await eventually(
         () => Promise.resolve(/api:\s+(http:\/\/\S+\/api\/v1)/.exec(output)?.[1]),
         'controller ready',
         30_000,
@@ -312,6 +320,7 @@ describe('helm install with the controller', () => {
         },
       );
       expect(account.code, account.stderr).toBe(0);
+      accountToken = account.stdout.trim();
       const res = await fetch(`${apiUrl}/environment/enable`, {
         method: 'POST',
         headers: { 'content-type': MEDIA_TYPE, 'x-token': account.stdout.trim() },
@@ -325,9 +334,79 @@ describe('helm install with the controller', () => {
       )) as { items: { metadata: { name: string } }[] };
       expect(secrets.items.map((s) => s.metadata.name)).toContain(`svc-env-${envZId}`);
       expect(output).not.toMatch(/forbidden/i);
-    } finally {
-      child.kill('SIGTERM');
-      await new Promise((resolve) => child.once('exit', resolve));
     }
   }, 60_000);
+
+  it('the chart’s operator, with its ServiceAccount, enrolls a namespace with that controller', async () => {
+    expect(apiUrl, 'the controller of the previous test').toBeDefined();
+    const deployment = (await rawRequest(
+      cp.kubeConfig,
+      `/apis/apps/v1/namespaces/${RELEASE_NS}/deployments/svc-operator`,
+    )) as Obj;
+    const args = podOf(deployment).containers[0]!.args!.map((a) =>
+      a.startsWith('--metrics-listen=') ? '--metrics-listen=127.0.0.1:0' : a,
+    );
+    const operatorUser = await cp.userKubeConfig(`system:serviceaccount:${RELEASE_NS}:svc-operator`, [
+      'system:serviceaccounts',
+      `system:serviceaccounts:${RELEASE_NS}`,
+    ]);
+    const operator = spawn(NODE, [SVC, ...args], {
+      env: { ...process.env, KUBECONFIG: operatorUser.kubeconfigPath },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let logs = '';
+    operator.stdout.on('data', (c: Buffer) => (logs += c.toString()));
+    operator.stderr.on('data', (c: Buffer) => (logs += c.toString()));
+    const ns = 'team-b';
+    const enrollment = `/apis/svc.dev/v1alpha1/namespaces/${ns}/agentenrollments/team`;
+    try {
+      await serverSideApply(cp.kubeConfig, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+      await serverSideApply(cp.kubeConfig, {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'account', namespace: ns },
+        stringData: { token: accountToken },
+      } as KubernetesObject);
+      await serverSideApply(cp.kubeConfig, {
+        apiVersion: 'svc.dev/v1alpha1',
+        kind: 'AgentEnrollment',
+        metadata: { name: 'team', namespace: ns },
+        spec: { controllerUrl: new URL(apiUrl!).origin, accountTokenSecretRef: { name: 'account', key: 'token' } },
+      } as KubernetesObject);
+      const ready = await eventually(
+        async () => {
+          const e = (await rawRequest(cp.kubeConfig, enrollment)) as Obj & {
+            status?: { enrolled?: boolean; conditions?: { type: string; status: string }[] };
+          };
+          return e.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? e : undefined;
+        },
+        'AgentEnrollment Ready',
+        45_000,
+      );
+      expect(ready.status?.enrolled).toBe(true);
+      // The Role granting Shares/Accesses was created by the operator's own (non-escalating) rights.
+      const role = (await rawRequest(
+        cp.kubeConfig,
+        `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/svc-agent-team`,
+      )) as Obj & { rules: { resources: string[] }[] };
+      expect(role.rules[0]?.resources).toEqual(['shares', 'accesses']);
+      await rawRequest(cp.kubeConfig, enrollment, { method: 'DELETE' });
+      await eventually(
+        async () => {
+          try {
+            await rawRequest(cp.kubeConfig, enrollment);
+            return false;
+          } catch {
+            return true;
+          }
+        },
+        'the AgentEnrollment to be unenrolled and gone',
+        30_000,
+      );
+      expect(logs).not.toMatch(/forbidden/i);
+    } finally {
+      operator.kill('SIGTERM');
+      await new Promise((resolve) => operator.once('exit', resolve));
+    }
+  }, 90_000);
 });
