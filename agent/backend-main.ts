@@ -1,3 +1,4 @@
+import { untilSignal } from '../lib/signals.ts';
 import { isAbsolute } from 'node:path';
 import { ConfigReader, parseBindAddress } from '../lib/config-reader.ts';
 import { ConfigError } from '../lib/errors.ts';
@@ -70,13 +71,6 @@ export async function startBackend(opts: BackendCommandOptions): Promise<Running
 /** Runs the backend until SIGTERM/SIGINT, then closes the listener. */
 export async function runBackend(opts: BackendCommandOptions): Promise<void> {
   const running = await startBackend(opts);
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGTERM', stop);
-      process.off('SIGINT', stop);
-      running.close().then(resolve, resolve);
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-  });
+  await untilSignal();
+  await running.close();
 }

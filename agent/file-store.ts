@@ -1,5 +1,6 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../lib/atomic-file.ts';
 import { SvcError, errorText } from '../lib/errors.ts';
 import type { AccessRecord, AgentStore, ShareRecord } from './store.ts';
 
@@ -78,7 +79,7 @@ export class FileStore implements AgentStore {
   private commit(next: StoreDocument): Promise<void> {
     const previous = this.doc;
     this.doc = next;
-    const write = this.writing.then(() => writeAtomically(this.path, `${JSON.stringify(next, null, 2)}\n`));
+    const write = this.writing.then(() => writeFileAtomic(this.path, `${JSON.stringify(next, null, 2)}\n`));
     this.writing = write.catch(() => undefined);
     return write.catch((err: unknown) => {
       if (this.doc === next) this.doc = previous;
@@ -106,23 +107,4 @@ function readDocument(path: string): StoreDocument {
     throw new SvcError('store_corrupt', `${path} is not an svc state file (version 1); move it away to start empty`);
   }
   return { version: 1, shares: d.shares, accesses: d.accesses };
-}
-
-function writeAtomically(path: string, text: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`;
-  const fd = openSync(tmp, 'w', 0o600);
-  try {
-    writeFileSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
-  const dirFd = openSync(dirname(path), 'r');
-  try {
-    fsyncSync(dirFd);
-  } finally {
-    closeSync(dirFd);
-  }
-  return Promise.resolve();
 }

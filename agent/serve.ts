@@ -1,3 +1,4 @@
+import { untilSignal } from '../lib/signals.ts';
 import { mkdirSync } from 'node:fs';
 import { parseBindAddress } from '../lib/config-reader.ts';
 import { SvcError, badInput } from '../lib/errors.ts';
@@ -138,16 +139,9 @@ export async function runServe(options: ServeOptions): Promise<void> {
     '  next:      svc share public http://127.0.0.1:3000',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGTERM', stop);
-      process.off('SIGINT', stop);
-      logger.info('svc serve stopping');
-      running.close().then(resolve, resolve);
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-  });
+  await untilSignal();
+  logger.info('svc serve stopping');
+  await running.close();
 }
 
 function parseListen(text: string): { host: string; port: number } {

@@ -1,3 +1,4 @@
+import { untilSignal } from '../lib/signals.ts';
 import type { Command } from 'commander';
 
 /** `svc operator`: parse flags → validate → build → start; runs until SIGTERM/SIGINT. */
@@ -33,15 +34,7 @@ export function registerOperatorCommands(program: Command): void {
       const kubeConfig = new KubeConfig();
       kubeConfig.loadFromDefault();
       const operator = await startOperator({ ...options, kubeConfig });
-      await new Promise<void>((resolve) => {
-        const stop = (): void => {
-          process.off('SIGTERM', stop);
-          process.off('SIGINT', stop);
-          resolve();
-        };
-        process.on('SIGTERM', stop);
-        process.on('SIGINT', stop);
-      });
+      await untilSignal();
       await operator.close();
     });
 }

@@ -1,7 +1,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { writeFileAtomic } from '../agent/remoting/atomic-file.ts';
+import { writeFileAtomic } from '../lib/atomic-file.ts';
 import { SvcError, errorText } from '../lib/errors.ts';
 import type { AccountRecord, ControllerStore, EnrollmentRecord, EnvironmentRecord } from './store.ts';
 

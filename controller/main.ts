@@ -1,3 +1,4 @@
+import { untilSignal } from '../lib/signals.ts';
 import type { AddressInfo } from 'node:net';
 import { resolveDataDir } from '../agent/data-dir.ts';
 import { ConfigReader, parseBindAddress } from '../lib/config-reader.ts';
@@ -123,15 +124,8 @@ export async function runController(options: {
   process.stdout.write(
     `svc controller is ready\n  api:       ${running.apiUrl}\n  openapi:   ${running.apiUrl}/openapi.json\n${where}\n`,
   );
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGTERM', stop);
-      process.off('SIGINT', stop);
-      running.close().then(resolve, resolve);
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-  });
+  await untilSignal();
+  await running.close();
 }
 
 /**

@@ -1,6 +1,7 @@
 import { watchFile, unwatchFile } from 'node:fs';
 import { ConfigError, errorText } from '../lib/errors.ts';
 import { createLogger } from '../lib/logger.ts';
+import { untilSignal } from '../lib/signals.ts';
 import { loadFrontendConfig, type FrontendConfig } from './config.ts';
 import { startFrontend } from './frontend.ts';
 import { staticShares, type ShareSource } from './share-source.ts';
@@ -43,16 +44,4 @@ export async function runFrontend(path: string): Promise<void> {
   unwatchFile(path);
   log.info('shutting down');
   await frontend.close();
-}
-
-export function untilSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      process.off('SIGINT', done);
-      process.off('SIGTERM', done);
-      resolve();
-    };
-    process.on('SIGINT', done);
-    process.on('SIGTERM', done);
-  });
 }
