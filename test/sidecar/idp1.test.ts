@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
-import { cookiesFrom, get, type Reply } from '../support/http.ts';
+import { cookiesFrom, get } from '../support/http.ts';
+import { callback, shareUrl, startLogin } from '../support/oauth-flow.ts';
 import { s256, startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
 import { startIdp2Server, type Idp2Server } from '../support/idp2-server.ts';
 
@@ -50,23 +51,6 @@ describe('idp1 provider flow', () => {
     await Promise.all([fe?.close(), shortFe?.close()]);
     await Promise.all([idp1?.close(), idp2?.close(), backend?.close()]);
   });
-
-  const shareUrl = (f: TestFrontend, token: string, path = '/') => `http://${f.host(token)}${path}`;
-
-  /** Visits a share without a session: the frontend must send the browser to the provider. */
-  const startLogin = async (f: TestFrontend, token: string, path = '/') => {
-    const reply = await get(f.port, f.host(token), path);
-    expect(reply.status).toBe(302);
-    return { authorizeUrl: new URL(reply.headers.location ?? ''), loginCookie: cookiesFrom(reply) };
-  };
-
-  /** The browser arriving back at the frontend's callback with its login cookie. */
-  const callback = (f: TestFrontend, callbackUrl: URL, loginCookie: string): Promise<Reply> => {
-    expect(callbackUrl.host).toBe(f.authHost);
-    return get(f.port, callbackUrl.host, `${callbackUrl.pathname}${callbackUrl.search}`, {
-      headers: { cookie: loginCookie },
-    });
-  };
 
   /** Share → provider → callback → share; returns the session cookie and the backend's view. */
   const login = async (token: string, path = '/', f = fe) => {

@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
-import { cookiesFrom, get, type Reply } from '../support/http.ts';
+import { cookiesFrom, get } from '../support/http.ts';
+import { callback, shareUrl, startLogin } from '../support/oauth-flow.ts';
 import { s256, startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
 import { startIdp2Server, type Idp2Email, type Idp2Server } from '../support/idp2-server.ts';
 
@@ -56,21 +57,7 @@ describe('idp2 provider flow', () => {
     await Promise.all([idp1?.close(), idp2?.close(), backend?.close()]);
   });
 
-  const shareUrl = (f: TestFrontend, token: string, path = '/') => `http://${f.host(token)}${path}`;
   const authorizeEndpoint = () => new URL('/login/oauth/authorize', idp2.url).href;
-
-  const startLogin = async (f: TestFrontend, token: string, path = '/') => {
-    const reply = await get(f.port, f.host(token), path);
-    expect(reply.status).toBe(302);
-    return { authorizeUrl: new URL(reply.headers.location ?? ''), loginCookie: cookiesFrom(reply) };
-  };
-
-  const callback = (f: TestFrontend, callbackUrl: URL, loginCookie: string): Promise<Reply> => {
-    expect(callbackUrl.host).toBe(f.authHost);
-    return get(f.port, callbackUrl.host, `${callbackUrl.pathname}${callbackUrl.search}`, {
-      headers: { cookie: loginCookie },
-    });
-  };
 
   const login = async (token: string, path = '/', f = fe) => {
     const { authorizeUrl, loginCookie } = await startLogin(f, token, path);
