@@ -421,6 +421,48 @@ describe('AgentEnrollment → controller → environment agent → Share objects
     expect(agent?.output()).toContain('listening for remote commands at svce_');
   });
 
+  it('reports an unreachable controller and a refused account token, and deletes such enrollments at once', async () => {
+    const ns = 'team-c';
+    await rawRequest(cp.kubeConfig, '/api/v1/namespaces', { method: 'POST', body: { metadata: { name: ns } } });
+    await api(cp, `/api/v1/namespaces/${ns}/secrets`, {
+      method: 'POST',
+      body: {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'wrong' },
+        stringData: { token: `svca_aaaaaaaaaaaa_${'x'.repeat(43)}` },
+      },
+    });
+    const cases = [
+      { name: 'unreachable', url: 'http://127.0.0.1:1', reason: 'ControllerUnreachable' },
+      { name: 'refused', url: new URL(apiUrl).origin, reason: 'AccountTokenInvalid' },
+    ];
+    for (const c of cases) {
+      await api(cp, `/apis/svc.dev/v1alpha1/namespaces/${ns}/agentenrollments`, {
+        method: 'POST',
+        body: {
+          apiVersion: 'svc.dev/v1alpha1',
+          kind: 'AgentEnrollment',
+          metadata: { name: c.name, namespace: ns },
+          spec: { controllerUrl: c.url, accountTokenSecretRef: { name: 'wrong', key: 'token' } },
+        },
+      });
+    }
+    const path = (name: string) => `/apis/svc.dev/v1alpha1/namespaces/${ns}/agentenrollments/${name}`;
+    for (const c of cases) {
+      const e = await eventually(async () => {
+        const obj = await getOrNone(cp, path(c.name));
+        return condition(obj, 'Ready')?.reason === c.reason ? obj : undefined;
+      }, `${c.name}: Ready=False ${c.reason}`);
+      expect(e.status?.enrolled).toBe(false);
+      expect(JSON.stringify(e.status)).not.toContain('x'.repeat(43));
+    }
+    for (const c of cases) {
+      await api(cp, path(c.name), { method: 'DELETE' });
+      await eventually(async () => !(await getOrNone(cp, path(c.name))), `${c.name} deleted (nothing to unenroll)`);
+    }
+  }, 60_000);
+
   it('deleting the AgentEnrollment unenrolls and disables the environment at the controller', async () => {
     await api(cp, enrollmentPath('team'), { method: 'DELETE' });
     await eventually(async () => !(await getOrNone(cp, enrollmentPath('team'))), 'the AgentEnrollment to go', 30_000);
