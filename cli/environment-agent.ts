@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { EnrollmentFile } from '../agent/remoting/files.ts';
 import { SvcError, badInput, errorText } from '../lib/errors.ts';
+import { untilSignal } from '../lib/signals.ts';
 import { subcommand } from './local.ts';
 
 interface EnvironmentAgentOptions {
@@ -50,21 +51,9 @@ async function runEnvironmentAgent(opts: EnvironmentAgentOptions): Promise<void>
   });
   logger.info({ namespace: opts.namespace, envZId: enrollment.envZId }, 'environment agent starting');
   remoting.start();
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGTERM', stop);
-      process.off('SIGINT', stop);
-      remoting
-        .close()
-        .catch(() => undefined)
-        .finally(() => {
-          client.close();
-          resolve();
-        });
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-  });
+  await untilSignal();
+  await remoting.close();
+  client.close();
 }
 
 /**
