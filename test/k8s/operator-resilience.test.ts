@@ -48,7 +48,7 @@ describe('operator resilience on a real API server', () => {
       }
       expect(metrics).toMatch(/svc_operator_api_requests_total\{verb="GET",code="200"\} \d+/);
 
-      // AgentEnrollments are not reconciled yet (controller issue); their presence changes nothing.
+      // An AgentEnrollment whose controller is unreachable must not disturb Share reconciliation.
       await api(cp, '/apis/svc.dev/v1alpha1/namespaces/default/agentenrollments', {
         method: 'POST',
         body: {
