@@ -1,4 +1,5 @@
 import type { Logger } from '../lib/logger.ts';
+import { Sleeper } from './sleeper.ts';
 import { errorText } from '../lib/errors.ts';
 import { backoffDelay, type BackoffPolicy } from './backoff.ts';
 import { KubeApiError, isGone, type KubeClient } from './kube-client.ts';
@@ -62,7 +63,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   private synced = false;
   private failures = 0;
   private loop: Promise<void> | undefined;
-  private wakeSleep: (() => void) | undefined;
+  private readonly sleeper = new Sleeper();
 
   constructor(options: InformerOptions) {
     this.options = options;
@@ -78,7 +79,7 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   async stop(): Promise<void> {
     this.abort.abort();
-    this.wakeSleep?.();
+    this.sleeper.wake();
     await this.loop;
   }
 
@@ -118,7 +119,7 @@ export class Informer<T extends KubeObject = KubeObject> {
           { informer: this.options.name, failures: this.failures, retryInMs: delay, gone },
           `watch failed, retrying: ${errorText(err)}`,
         );
-        await this.sleep(delay);
+        await this.sleeper.sleep(delay);
       }
     }
   }
@@ -215,17 +216,5 @@ export class Informer<T extends KubeObject = KubeObject> {
         this.options.logger.error({ informer: this.options.name }, `informer handler failed: ${errorText(err)}`);
       }
     }
-  }
-
-  private async sleep(ms: number): Promise<void> {
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wakeSleep = done;
-    });
-    this.wakeSleep = undefined;
   }
 }

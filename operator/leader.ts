@@ -1,4 +1,5 @@
 import type { Logger } from '../lib/logger.ts';
+import { Sleeper } from './sleeper.ts';
 import { errorText } from '../lib/errors.ts';
 import { isConflict, isNotFound, type KubeClient } from './kube-client.ts';
 import { LEASES, apiVersion, resourcePath, type KubeObject } from './resources.ts';
@@ -94,7 +95,7 @@ export class LeaderElector {
   private lastRenewMs = 0;
   private stopped = false;
   private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  private readonly sleeper = new Sleeper();
   private lease: Lease | undefined;
 
   constructor(options: LeaderElectorOptions) {
@@ -111,7 +112,7 @@ export class LeaderElector {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.wake?.();
+    this.sleeper.wake();
     await this.loop;
     if (this.leading) {
       await this.stepDown('shutting down');
@@ -144,7 +145,7 @@ export class LeaderElector {
       } else if (this.leading && (now - this.lastRenewMs > renewDeadlineMs || this.heldByOther())) {
         await this.stepDown('lost the lease');
       }
-      await this.sleep(this.leading ? retryPeriodMs : retryPeriodMs * (1 + Math.random() * 0.5));
+      await this.sleeper.sleep(this.leading ? retryPeriodMs : retryPeriodMs * (1 + Math.random() * 0.5));
     }
   }
 
@@ -213,17 +214,5 @@ export class LeaderElector {
     } catch (err) {
       this.options.logger.warn({ lease: this.options.name }, `lease release failed: ${errorText(err)}`);
     }
-  }
-
-  private async sleep(ms: number): Promise<void> {
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
-    });
-    this.wake = undefined;
   }
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ProviderConfig } from '../config.ts';
 import { ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
-import { callbackCode, exchangeCode, form, providerRequest } from './http.ts';
+import { callbackCode, endpoint, exchangeCode, form, providerRequest } from './http.ts';
 
 /**
  * idp1: the web-search company's OAuth 2.0 provider. Authorization code flow with PKCE against its
@@ -11,10 +11,7 @@ import { callbackCode, exchangeCode, form, providerRequest } from './http.ts';
  */
 export function idp1Provider(config: ProviderConfig): Provider {
   const { name, endpoints } = config;
-  const need = (url: URL | undefined, what: string): URL => {
-    if (!url) throw new ProviderError(name, `no ${what} configured`);
-    return url;
-  };
+  const need = (url: URL | undefined, setting: string): URL => endpoint(name, url, setting);
   return {
     name,
     type: 'idp1',

@@ -1,6 +1,6 @@
 import type { ProviderConfig } from '../config.ts';
 import { ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
-import { callbackCode, exchangeCode, form, providerRequest } from './http.ts';
+import { callbackCode, endpoint, exchangeCode, form, providerRequest } from './http.ts';
 import { pkceChallenge } from './idp1.ts';
 
 interface EmailEntry {
@@ -21,10 +21,7 @@ export function idp2Provider(config: ProviderConfig): Provider {
     if (!base) throw new ProviderError(name, 'no api_base_url configured');
     return new URL(path.replace(/^\//, ''), base.href.endsWith('/') ? base : new URL(`${base.href}/`));
   };
-  const need = (url: URL | undefined, what: string): URL => {
-    if (!url) throw new ProviderError(name, `no ${what} configured`);
-    return url;
-  };
+  const need = (url: URL | undefined, setting: string): URL => endpoint(name, url, setting);
   return {
     name,
     type: 'idp2',
