@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoBackend } from '../agent/http.ts';
@@ -99,6 +99,17 @@ describe('svc controller and a separately running agent', () => {
     await agent?.waitFor(/no longer accepts this enrollment \(unenrolled\?\)\. This error is harmless/);
     expect((await api(apiUrl, '/agent/ping', { envZId }, { token: account })).status).toBe(409);
     rmSync(file);
+  });
+
+  it('disable deletes the environment at the controller and locally; its envZId is then refused', async () => {
+    const result = await svcCli(['disable', '--data-dir', agentDir()]);
+    expect(result.code).toBe(0);
+    expect(existsSync(join(agentDir(), 'environment.json'))).toBe(false);
+    const reply = await api(apiUrl, '/agent/status', { envZId }, { token: account });
+    expect(reply.status).toBe(401);
+    const again = await svcCli(['disable', '--data-dir', agentDir()]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/svc: /);
   });
 
   it('without agent_controller the /agent operations answer 501 with a clear message; environments still work', async () => {
