@@ -17,6 +17,11 @@ mkdir -p "$OUT"
 
 log() { printf '[provide-binaries] %s\n' "$*" >&2; }
 
+# Go lives in /usr/local/go on these machines; a non-login shell may not have it on PATH.
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
+
 if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
   if [ "$(id -u)" = 0 ]; then
     log "installing Debian etcd-server"
