@@ -133,6 +133,21 @@ describe('OIDC login in a real browser', () => {
     await page.close();
   });
 
+  it('never refreshes a session into another share', async () => {
+    const page = await context.newPage();
+    await open(page, 'quick');
+    await page.close();
+    const cookies = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    await new Promise((r) => setTimeout(r, 2500));
+    const before = idp.refreshes.count;
+    // Due for a refresh, but presented on share beta: a new login, not a refresh of quick's session.
+    const onBeta = await get(fe.port, fe.host('beta'), '/', { headers: { cookie: cookies } });
+    expect(onBeta.status).toBe(302);
+    expect(new URL(onBeta.headers.location ?? '').origin).toBe(idp.issuer.origin);
+    expect(idp.refreshes.count).toBe(before);
+    expect(onBeta.headers['set-cookie']?.some((c) => c.startsWith('svc-auth-session='))).toBe(false);
+  });
+
   it('restarts the login at the check interval when the provider gives no refresh token', async () => {
     const page = await context.newPage();
     await open(page, 'noref', 'bob@example.net');
