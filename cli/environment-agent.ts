@@ -1,4 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseBindAddress } from '../lib/config-reader.ts';
 import type { Command } from 'commander';
 import type { EnrollmentFile } from '../agent/remoting/files.ts';
 import { SvcError, badInput, errorText } from '../lib/errors.ts';
@@ -8,6 +11,7 @@ import { subcommand } from './local.ts';
 interface EnvironmentAgentOptions {
   namespace: string;
   enrollmentFile: string;
+  healthListen?: string;
 }
 
 /**
@@ -26,6 +30,7 @@ export function registerEnvironmentAgentCommands(program: Command): void {
       '--enrollment-file <path>',
       'agent-enrollment.json written by the operator (the mounted enrollment Secret)',
     )
+    .option('--health-listen <ip:port>', 'serve /healthz (alive) and /readyz (connected to the controller) here')
     .action(async (opts: EnvironmentAgentOptions) => {
       await runEnvironmentAgent(opts);
     });
@@ -39,6 +44,9 @@ async function runEnvironmentAgent(opts: EnvironmentAgentOptions): Promise<void>
     import('../agent/remoting/kube-executor.ts'),
     import('../lib/logger.ts'),
   ]);
+  const healthAddress = opts.healthListen === undefined ? undefined : parseBindAddress(opts.healthListen);
+  if (opts.healthListen !== undefined && !healthAddress)
+    throw badInput(`--health-listen: must be ip:port, got ${JSON.stringify(opts.healthListen)}`);
   const enrollment = readEnrollmentFile(opts.enrollmentFile);
   const logger = createLogger('svc-environment-agent');
   const kc = new KubeConfig();
@@ -51,7 +59,10 @@ async function runEnvironmentAgent(opts: EnvironmentAgentOptions): Promise<void>
   });
   logger.info({ namespace: opts.namespace, envZId: enrollment.envZId }, 'environment agent starting');
   remoting.start();
+  const health = healthAddress ? await serveHealth(healthAddress, () => remoting.connected) : undefined;
+  if (health) logger.info({ healthPort: (health.address() as AddressInfo).port }, 'health endpoints listening');
   await untilSignal();
+  health?.close();
   await remoting.close();
   client.close();
 }
@@ -81,4 +92,19 @@ export function readEnrollmentFile(path: string): EnrollmentFile {
     throw badInput(`--enrollment-file: ${path} is not an agent enrollment (version 1)`);
   }
   return doc as EnrollmentFile;
+}
+
+/** `/healthz`: the process runs; `/readyz`: the remoting connection is up (kubelet probes). */
+function serveHealth(address: { host: string; port: number }, ready: () => boolean): Promise<Server> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    const ok = path === '/healthz' || (path === '/readyz' && ready());
+    const status = path === '/healthz' || path === '/readyz' ? (ok ? 200 : 503) : 404;
+    res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
+    res.end(status === 200 ? 'ok\n' : status === 503 ? 'not connected to the controller\n' : 'not found\n');
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(address.port, address.host, () => resolve(server));
+  });
 }

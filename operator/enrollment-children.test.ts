@@ -107,7 +107,7 @@ describe('desiredEnvironmentAgent', () => {
   it('runs svc agent environment with only the enrollment file mounted from the Secret', () => {
     const pod = (children.deployment.spec as { template: { spec: Record<string, unknown> } }).template.spec as {
       serviceAccountName: string;
-      containers: { args: string[]; volumeMounts: { mountPath: string }[] }[];
+      containers: { args: string[]; volumeMounts: { mountPath: string }[]; readinessProbe?: unknown }[];
       volumes: { name: string; secret?: { secretName: string; items: { key: string }[] } }[];
     };
     expect(pod.serviceAccountName).toBe('svc-agent-team');
@@ -118,7 +118,13 @@ describe('desiredEnvironmentAgent', () => {
       'team-a',
       '--enrollment-file',
       `/etc/svc/enrollment/${ENROLLMENT_FILE_KEY}`,
+      '--health-listen',
+      '0.0.0.0:8081',
     ]);
+    expect(pod.containers[0]?.readinessProbe).toEqual({
+      httpGet: { path: '/readyz', port: 'health' },
+      periodSeconds: 10,
+    });
     const secret = pod.volumes.find((v) => v.secret)?.secret;
     expect(secret).toMatchObject({ secretName: 'svc-agent-team-enrollment', items: [{ key: ENROLLMENT_FILE_KEY }] });
     expect(JSON.stringify(children)).not.toContain(file.token);

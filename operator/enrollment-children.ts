@@ -43,6 +43,8 @@ export const ROLE_BINDINGS: Resource = {
   kind: 'RoleBinding',
 };
 
+/** The environment agent's /healthz and /readyz (ready = connected to the controller). */
+export const ENVIRONMENT_AGENT_HEALTH_PORT = 8081;
 /** On an AgentEnrollment while the controller still holds its environment (the one finalizer svc uses). */
 export const UNENROLL_FINALIZER = 'svc.dev/unenroll';
 export const ENROLLMENT_LABEL = 'svc.dev/agent-enrollment';
@@ -218,7 +220,12 @@ export function desiredEnvironmentAgent(
                 namespace,
                 '--enrollment-file',
                 `${ENROLLMENT_MOUNT}/${ENROLLMENT_FILE_KEY}`,
+                '--health-listen',
+                `0.0.0.0:${ENVIRONMENT_AGENT_HEALTH_PORT}`,
               ],
+              ports: [{ name: 'health', containerPort: ENVIRONMENT_AGENT_HEALTH_PORT, protocol: 'TCP' }],
+              readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, periodSeconds: 10 },
+              livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, periodSeconds: 20 },
               securityContext: containerSecurityContext,
               resources: agentResources,
               volumeMounts: [tmpMount, { name: 'enrollment', mountPath: ENROLLMENT_MOUNT, readOnly: true }],

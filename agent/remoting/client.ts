@@ -62,6 +62,11 @@ export class RemotingClient {
     this.url = new URL(REMOTING_PATH, base).href;
   }
 
+  /** True while the outbound connection to the controller is open (the environment agent's readiness). */
+  get connected(): boolean {
+    return this.socket?.readyState === WebSocket.OPEN;
+  }
+
   start(): void {
     const { enrollment, logger } = this.options;
     logger.info(

@@ -190,7 +190,9 @@ async function runEnvironmentAgent(deploymentName: string): Promise<Proc> {
       if (value !== undefined) await writeFile(join(dir, item.path), Buffer.from(value, 'base64'));
     }
   }
-  const args = container.args.map((arg) => {
+  const args = container.args.map((arg, i) => {
+    // The pod's health port, moved to a free one on this machine.
+    if (container.args[i - 1] === '--health-listen') return '127.0.0.1:0';
     for (const [mountPath, dir] of mounts)
       if (arg.startsWith(`${mountPath}/`)) return join(dir, arg.slice(mountPath.length + 1));
     return arg;
@@ -288,6 +290,10 @@ describe('AgentEnrollment → controller → environment agent → Share objects
   it('the environment agent, run from its Deployment, connects and turns remote commands into objects', async () => {
     agent = await runEnvironmentAgent('svc-agent-team');
     await eventually(async () => (await call('/agent/ping', { envZId })).status === 200, 'agent ping', 30_000);
+    // The readiness probe the Deployment declares reports the remoting connection.
+    const healthPort = Number(/"healthPort":(\d+)/.exec(agent.output())?.[1]);
+    const readyz = await fetch(`http://127.0.0.1:${healthPort}/readyz`);
+    expect(readyz.status).toBe(200);
 
     const shared = await call('/agent/share', {
       envZId,
