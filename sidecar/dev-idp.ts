@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import Provider, { type Configuration } from 'oidc-provider';
 import { isLoopbackHost } from './config.ts';
+import { DEV_TTL, devSigningKeys, devStore } from './dev-idp-store.ts';
 
 export interface DevIdentityProviderOptions {
   /** Port to listen on (0 = any free port). */
@@ -53,6 +54,7 @@ export async function startDevIdentityProvider(options: DevIdentityProviderOptio
   const revocations = { requests: 0, revokedGrants: 0 };
   const refreshes = { count: 0 };
   const refreshTokens = options.refreshTokens ?? true;
+  const jwks = devSigningKeys();
 
   const configuration = (redirectUris: readonly string[]): Configuration => ({
     clients: [
@@ -70,7 +72,11 @@ export async function startDevIdentityProvider(options: DevIdentityProviderOptio
       accountId: sub,
       claims: () => ({ sub, email: sub, email_verified: !unverified.has(sub.toLowerCase()), name: sub }),
     }),
-    features: { devInteractions: { enabled: true }, revocation: { enabled: true }, userinfo: { enabled: true } },
+    features: {
+      devInteractions: { enabled: true },
+      revocation: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
+      userinfo: { enabled: true },
+    },
     pkce: { required: () => options.requirePkce ?? false },
     issueRefreshToken: (_ctx, client) => refreshTokens && client.grantTypeAllowed('refresh_token'),
     // The development provider grants every requested scope without a consent screen.
@@ -89,7 +95,9 @@ export async function startDevIdentityProvider(options: DevIdentityProviderOptio
       await grant.save();
       return grant;
     },
-    ttl: { AccessToken: options.accessTokenTtlSeconds ?? 3600 },
+    ttl: { ...DEV_TTL, AccessToken: options.accessTokenTtlSeconds ?? 3600 },
+    adapter: devStore(),
+    jwks,
     cookies: { keys: [randomBytes(32).toString('hex')] },
     rotateRefreshToken: true,
   });
