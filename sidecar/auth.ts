@@ -33,7 +33,7 @@ export class Authenticator {
   private readonly shares: () => ShareSource;
   private readonly metrics: FrontendMetrics;
   private readonly log: Logger;
-  /** Sessions logged out here, until their natural expiry (see sessionFrom). */
+  /** Sessions logged out here, until their natural expiry (see sessionsOf). */
   private readonly loggedOut = new Map<string, number>();
 
   constructor(config: OAuthConfig, shares: () => ShareSource, metrics: FrontendMetrics, log: Logger) {
@@ -65,8 +65,9 @@ export class Authenticator {
       sendPage(res, 500, 'Share misconfigured', 'This share names an identity provider the frontend does not have.');
       return 'handled';
     }
-    const session = this.sessionFrom(req);
-    if (session && session.share === share.token && session.provider === provider.name) {
+    const jar = this.sessionsOf(req);
+    const session = jar.find((s) => s.share === share.token && s.provider === provider.name);
+    if (session) {
       const now = Date.now();
       const due =
         now >= session.checkedAt + share.oauth.checkIntervalMs || now >= session.expiresAt - RENEWAL_WINDOW_MS;
@@ -74,7 +75,7 @@ export class Authenticator {
         const refused = refusalReason({ email: session.email, verified: true }, share.oauth);
         if (!refused) return { session };
       } else if (provider.canRefresh(session.tokens)) {
-        const renewed = await this.refresh(provider, session, share);
+        const renewed = await this.refresh(provider, session, share, jar);
         if (renewed) return renewed;
       } else {
         this.metrics.refreshes.inc({ provider: provider.name, result: 'login_required' });
@@ -86,17 +87,19 @@ export class Authenticator {
 
   /** Whether a websocket upgrade carries a current session for this share (no redirects possible there). */
   sessionForUpgrade(req: IncomingMessage, share: ShareRoute): Session | undefined {
-    if (!share.oauth) return undefined;
-    const session = this.sessionFrom(req);
-    if (!session || session.share !== share.token || session.provider !== share.oauth.provider) return undefined;
-    if (Date.now() >= session.checkedAt + share.oauth.checkIntervalMs) return undefined;
-    return refusalReason({ email: session.email, verified: true }, share.oauth) ? undefined : session;
+    const oauth = share.oauth;
+    if (!oauth) return undefined;
+    const session = this.sessionsOf(req).find((s) => s.share === share.token && s.provider === oauth.provider);
+    if (!session) return undefined;
+    if (Date.now() >= session.checkedAt + oauth.checkIntervalMs) return undefined;
+    return refusalReason({ email: session.email, verified: true }, oauth) ? undefined : session;
   }
 
   private async refresh(
     provider: Provider,
     session: Session,
     share: ShareRoute & { oauth: NonNullable<ShareRoute['oauth']> },
+    jar: readonly Session[],
   ): Promise<AccessDecision | undefined> {
     try {
       const result = await provider.refresh(session.tokens);
@@ -117,7 +120,7 @@ export class Authenticator {
       };
       this.metrics.refreshes.inc({ provider: provider.name, result: 'refreshed' });
       this.log.info({ provider: provider.name, share: share.token }, 'session refreshed');
-      return { session: renewed, setCookie: this.sessions.write(renewed) };
+      return { session: renewed, setCookie: this.sessions.write(renewed, jar) };
     } catch (err) {
       this.metrics.refreshes.inc({ provider: provider.name, result: 'failed' });
       this.log.warn(
@@ -215,7 +218,7 @@ export class Authenticator {
     };
     let cookie: string;
     try {
-      cookie = this.sessions.write(session);
+      cookie = this.sessions.write(session, this.sessionsOf(req));
     } catch (err) {
       fail(500, 'Login failed', `the session cannot be stored: ${errorText(err)}`, 'session_too_large');
       return;
@@ -235,16 +238,19 @@ export class Authenticator {
       return;
     }
     const url = new URL(req.url ?? '/', this.config.endpointUrl);
-    const session = this.sessionFrom(req);
+    const jar = this.sessionsOf(req);
+    const mine = jar.filter((s) => s.provider === provider.name);
     const headers: Record<string, string> = {};
-    if (!session || session.provider === provider.name) headers['set-cookie'] = this.sessions.clear();
-    if (session && session.provider === provider.name) {
-      const now = Date.now();
-      for (const [id, until] of this.loggedOut) if (until <= now) this.loggedOut.delete(id);
-      this.loggedOut.set(session.id, session.expiresAt);
+    // Logout proceeds only for a visitor with a session of this provider (or none at all); it then
+    // signs the browser out of every share: the whole cookie expires.
+    if (jar.length === 0 || mine.length > 0) headers['set-cookie'] = this.sessions.clear();
+    const now = Date.now();
+    for (const [id, until] of this.loggedOut) if (until <= now) this.loggedOut.delete(id);
+    for (const session of jar) if (mine.length > 0) this.loggedOut.set(session.id, session.expiresAt);
+    for (const session of mine) {
       try {
         await provider.revoke(session.tokens);
-        this.log.info({ provider: provider.name }, 'logout: token revoked');
+        this.log.info({ provider: provider.name, share: session.share }, 'logout: token revoked');
       } catch (err) {
         this.log.warn(
           { provider: provider.name, err: errorText(err) },
@@ -272,15 +278,18 @@ export class Authenticator {
   }
 
   /**
-   * The request's session, unless it was logged out in this process. Sessions live in the browser,
-   * so a copy of a cookie made before logout would otherwise stay usable until the next re-check;
-   * other replicas learn of the logout at that re-check, when the revoked tokens fail.
+   * The request's sessions, less those logged out in this process. Sessions live in the browser, so
+   * a copy of a cookie made before logout would otherwise stay usable until the next re-check; other
+   * replicas learn of the logout at that re-check, when the revoked tokens fail.
    */
-  private sessionFrom(req: IncomingMessage): Session | undefined {
-    const session = this.sessions.read(req.headers.cookie);
-    if (!session) return undefined;
-    const until = this.loggedOut.get(session.id);
-    return until !== undefined && until > Date.now() ? undefined : session;
+  private sessionsOf(req: IncomingMessage): readonly Session[] {
+    const jar = this.sessions.read(req.headers.cookie);
+    if (this.loggedOut.size === 0) return jar;
+    const now = Date.now();
+    return jar.filter((s) => {
+      const until = this.loggedOut.get(s.id);
+      return until === undefined || until <= now;
+    });
   }
 
   private callbackUri(provider: Provider): string {

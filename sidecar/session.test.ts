@@ -7,42 +7,62 @@ const cookies = sessionCookies(createSealer('s'.repeat(32), 'e'.repeat(24)), 'sv
   domain: 'example.com',
   secure: true,
 });
-const session = (tokens: Session['tokens']): Session => ({
-  id: 'sid',
-  share: 'abc',
+const session = (tokens: Session['tokens'], share = 'abc', checkedAt = Date.now()): Session => ({
+  id: `sid-${share}`,
+  share,
   provider: 'corp',
   email: 'a@example.com',
   expiresAt: Date.now() + 3600_000,
-  checkedAt: Date.now(),
+  checkedAt,
   tokens,
 });
+const only = (set: string) => cookies.read(set.split(';')[0]);
 
 describe('session cookie', () => {
   it('is HttpOnly, SameSite=Lax, Secure, domain-scoped, and expires with the session', () => {
-    const set = cookies.write(session({ accessToken: 'a', refreshToken: 'r' }));
+    const set = cookies.write(session({ accessToken: 'a', refreshToken: 'r' }), []);
     expect(set).toMatch(
       /^svc-auth-session=[A-Za-z0-9_-]+; Path=\/; Domain=example\.com; Max-Age=(3599|3600); HttpOnly; SameSite=Lax; Secure$/,
     );
-    expect(cookies.read(set.split(';')[0])?.tokens).toEqual({ accessToken: 'a', refreshToken: 'r' });
+    expect(only(set).map((s) => s.tokens)).toEqual([{ accessToken: 'a', refreshToken: 'r' }]);
   });
 
   it('stays under the browser limit with a huge access token by keeping only the refresh token', () => {
-    const set = cookies.write(session({ accessToken: 'x'.repeat(6000), refreshToken: 'r' }));
+    const set = cookies.write(session({ accessToken: 'x'.repeat(6000), refreshToken: 'r' }), []);
     expect(set.length).toBeLessThanOrEqual(MAX_COOKIE_BYTES);
-    expect(cookies.read(set.split(';')[0])?.tokens).toEqual({ refreshToken: 'r' });
+    expect(only(set).map((s) => s.tokens)).toEqual([{ refreshToken: 'r' }]);
   });
 
   it('refuses to write a cookie that cannot be kept small', () => {
-    expect(() => cookies.write(session({ refreshToken: 'r'.repeat(6000) }))).toThrow(/above the 4000-byte bound/);
+    expect(() => cookies.write(session({ refreshToken: 'r'.repeat(6000) }), [])).toThrow(/above the 4000-byte bound/);
   });
 
   it('stops accepting a session at its expiry, also when it was read before', async () => {
-    const set = cookies.write({ ...session({ accessToken: 'a' }), expiresAt: Date.now() + 80 });
-    const header = set.split(';')[0];
-    expect(cookies.read(header)?.email).toBe('a@example.com');
-    expect(cookies.read(header)?.email).toBe('a@example.com');
+    const set = cookies.write({ ...session({ accessToken: 'a' }), expiresAt: Date.now() + 80 }, []);
+    expect(only(set).map((s) => s.email)).toEqual(['a@example.com']);
+    expect(only(set).map((s) => s.email)).toEqual(['a@example.com']);
     await new Promise((r) => setTimeout(r, 120));
-    expect(cookies.read(header)).toBeUndefined();
+    expect(only(set)).toEqual([]);
+  });
+
+  it('holds one session per share, replacing a share’s old one and dropping the least recently confirmed to fit', () => {
+    const first = cookies.write(session({ accessToken: 'a1' }, 'one', 1000), []);
+    const second = cookies.write(session({ accessToken: 'b' }, 'two', 2000), only(first));
+    expect(only(second).map((s) => s.share)).toEqual(['two', 'one']);
+    const replaced = cookies.write(session({ accessToken: 'a2' }, 'one', 3000), only(second));
+    expect(only(replaced).map((s) => [s.share, s.tokens.accessToken])).toEqual([
+      ['one', 'a2'],
+      ['two', 'b'],
+    ]);
+    // Sessions with large tokens: only the newest ones fit in the bounded cookie.
+    let jar = only(replaced);
+    for (let i = 0; i < 12; i++)
+      jar = only(cookies.write(session({ accessToken: 'x'.repeat(600) }, `s${i}`, 10_000 + i), jar));
+    const shares = jar.map((s) => s.share);
+    expect(shares[0]).toBe('s11');
+    expect(shares).not.toContain('one');
+    expect(shares.length).toBeGreaterThan(1);
+    expect(shares.length).toBeLessThan(12);
   });
 
   it('clears by expiring immediately', () => {

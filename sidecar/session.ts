@@ -3,8 +3,8 @@ import type { Sealer } from './seal.ts';
 import type { ProviderTokens } from './providers/types.ts';
 
 /**
- * A visitor's authenticated session, stored only in the browser (sealed cookie). It is bound to one
- * share and one provider: a cookie minted for share A is worthless on share B.
+ * A visitor's authenticated session on one share, stored only in the browser (sealed cookie). It is
+ * bound to that share and one provider: it is never used for another share or provider.
  */
 export interface Session {
   /** Random id, so a logout can refuse copies of this cookie in this process. */
@@ -19,12 +19,25 @@ export interface Session {
   readonly tokens: ProviderTokens;
 }
 
+/**
+ * The session cookie (`cookie_name`, on `cookie_domain`) holds the browser's sessions, one per share
+ * it logged in to, so a visitor can use several shares side by side; each stays bound to its share
+ * and provider. The cookie is bounded: when sessions do not fit, the least recently confirmed go.
+ */
 export interface SessionCookies {
-  read(cookieHeader: string | undefined): Session | undefined;
-  /** Set-Cookie value for a session; throws when even the minimal form exceeds the cookie bound. */
-  write(session: Session): string;
-  clear(): string;
   readonly name: string;
+  /** The unexpired sessions in the request's cookie (empty when none or when it does not open). */
+  read(cookieHeader: string | undefined): readonly Session[];
+  /**
+   * Set-Cookie holding `session` (replacing any for the same share) plus as many of `others` as fit;
+   * throws when even `session` alone, without its access token, exceeds the bound.
+   */
+  write(session: Session, others: readonly Session[]): string;
+  clear(): string;
+}
+
+interface Jar {
+  readonly sessions: readonly Session[];
 }
 
 const OPENED_CACHE_SIZE = 10_000;
@@ -34,42 +47,49 @@ export function sessionCookies(
   name: string,
   options: Omit<CookieOptions, 'maxAgeSeconds'>,
 ): SessionCookies {
-  const write = (session: Session): string => {
-    const maxAgeSeconds = (session.expiresAt - Date.now()) / 1000;
-    const cookie = serializeCookie(name, sealer.seal('session', session, session.expiresAt), {
+  const serialize = (sessions: readonly Session[]): string => {
+    const expiresAt = Math.max(...sessions.map((s) => s.expiresAt));
+    return serializeCookie(name, sealer.seal('session', { sessions } satisfies Jar, expiresAt), {
       ...options,
-      maxAgeSeconds,
+      maxAgeSeconds: (expiresAt - Date.now()) / 1000,
     });
-    if (cookie.length <= MAX_COOKIE_BYTES) return cookie;
+  };
+
+  const write = (session: Session, others: readonly Session[]): string => {
+    const now = Date.now();
+    const kept = others
+      .filter((s) => s.share !== session.share && s.expiresAt > now)
+      .sort((a, b) => b.checkedAt - a.checkedAt);
+    for (let count = kept.length; count >= 0; count--) {
+      const cookie = serialize([session, ...kept.slice(0, count)]);
+      if (cookie.length <= MAX_COOKIE_BYTES) return cookie;
+    }
     // Large provider tokens: keep what refresh and revocation need, in that order of importance.
     const { accessToken: _dropped, ...rest } = session.tokens;
-    const smaller = serializeCookie(name, sealer.seal('session', { ...session, tokens: rest }, session.expiresAt), {
-      ...options,
-      maxAgeSeconds,
-    });
+    const smaller = serialize([{ ...session, tokens: rest }]);
     if (smaller.length <= MAX_COOKIE_BYTES) return smaller;
     throw new Error(`session cookie would be ${smaller.length} bytes, above the ${MAX_COOKIE_BYTES}-byte bound`);
   };
-  // Opened sessions by exact cookie value. A sealed value cannot change without failing to open,
-  // so a hit needs only the expiry check; this skips HMAC + AES-GCM + JSON on every request of a
+
+  // Opened jars by exact cookie value. A sealed value cannot change without failing to open, so a
+  // hit needs only the expiry filter; this skips HMAC + AES-GCM + JSON on every request of a
   // visitor (measured in docs/benchmarks.md). Bounded; oldest entries go first.
-  const opened = new Map<string, Session>();
-  const read = (header: string | undefined): Session | undefined => {
+  const opened = new Map<string, readonly Session[]>();
+  const read = (header: string | undefined): readonly Session[] => {
     const value = parseCookies(header).get(name);
-    if (!value) return undefined;
-    const hit = opened.get(value);
-    if (hit) {
-      if (hit.expiresAt > Date.now()) return hit;
-      opened.delete(value);
-      return undefined;
-    }
-    const session = sealer.open<Session>('session', value);
-    if (session) {
+    if (!value) return [];
+    let sessions = opened.get(value);
+    if (!sessions) {
+      const jar = sealer.open<Jar>('session', value);
+      if (!jar || !Array.isArray(jar.sessions)) return [];
+      sessions = jar.sessions;
       if (opened.size >= OPENED_CACHE_SIZE) opened.delete(opened.keys().next().value as string);
-      opened.set(value, session);
+      opened.set(value, sessions);
     }
-    return session;
+    const now = Date.now();
+    return sessions.filter((s) => s.expiresAt > now);
   };
+
   return {
     name,
     read,

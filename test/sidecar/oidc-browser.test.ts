@@ -161,6 +161,21 @@ describe('OIDC login in a real browser', () => {
     await page.close();
   });
 
+  it('keeps one session per share, so two shares are used side by side without new logins', async () => {
+    const page = await context.newPage();
+    await open(page, 'alpha');
+    await open(page, 'beta');
+    const navigations: string[] = [];
+    page.on('request', (r) => navigations.push(r.url()));
+    for (const token of ['alpha', 'beta', 'alpha']) {
+      await page.goto(shareUrl(token, '/again'));
+      expect(page.url()).toBe(shareUrl(token, '/again'));
+      expect((await backendJson(page)).headers['svc-auth-email']).toBe('Alice@Example.com');
+    }
+    expect(navigations.filter((u) => u.startsWith(idp.issuer.origin))).toEqual([]);
+    await page.close();
+  });
+
   it('logout revokes at the provider, clears the session, and is harmless when repeated', async () => {
     const page = await context.newPage();
     await open(page, 'beta');

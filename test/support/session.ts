@@ -20,5 +20,6 @@ export function mintSessionCookie(
     tokens: { accessToken: 'at-secret-value' },
     ...session,
   };
-  return `svc-auth-session=${createSealer(keys.signing, keys.encryption).seal('session', full, full.expiresAt)}`;
+  const sealer = createSealer(keys.signing, keys.encryption);
+  return `svc-auth-session=${sealer.seal('session', { sessions: [full] }, full.expiresAt)}`;
 }
