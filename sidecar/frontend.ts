@@ -106,10 +106,10 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
       }
       const decision = await auth.authorize(req, res, { ...share, oauth: share.oauth });
       if (decision === 'handled') return;
-      prepareBackendHeaders(req, cookieName, decision.session);
+      prepareBackendHeaders(req, cookieName, decision.session, endpointUrl);
       setCookie = decision.setCookie;
     } else {
-      prepareBackendHeaders(req, cookieName, undefined);
+      prepareBackendHeaders(req, cookieName, undefined, endpointUrl);
     }
     if (setCookie) proxy.addSetCookie(req, setCookie);
     metrics.request('proxied');
@@ -165,7 +165,7 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
     if (!share) return rejectUpgrade(socket, 404);
     const session = share.oauth ? auth?.sessionForUpgrade(req, share) : undefined;
     if (share.oauth && !session) return rejectUpgrade(socket, 401);
-    prepareBackendHeaders(req, cookieName, session);
+    prepareBackendHeaders(req, cookieName, session, endpointUrl);
     metrics.request('proxied');
     proxy.ws(req, socket, head, share.target);
   });

@@ -22,7 +22,8 @@ export interface ShareProxy {
 
 export function createShareProxy(metrics: FrontendMetrics): ShareProxy {
   const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
-  const proxy = createProxyServer({ xfwd: true, changeOrigin: true, agent, proxyTimeout: 120_000 });
+  // X-Forwarded-* are set by prepareBackendHeaders, not by the proxy library (see there).
+  const proxy = createProxyServer({ xfwd: false, changeOrigin: true, agent, proxyTimeout: 120_000 });
   const started = new WeakMap<IncomingMessage, bigint>();
   const extraCookies = new WeakMap<IncomingMessage, string>();
   proxy.on('proxyRes', (proxyRes, req) => {
@@ -61,8 +62,18 @@ export function prepareBackendHeaders(
   req: IncomingMessage,
   cookieName: string | undefined,
   session: Session | undefined,
+  publicUrl: URL,
 ): void {
   stripIdentityHeaders(req.headers);
+  // The share's public host and scheme are known here: a client's own X-Forwarded-Host/Proto/Port
+  // would let it poison the absolute URLs a backend builds (password-reset links and the like).
+  // X-Forwarded-For is appended to, as every proxy in a chain does.
+  const peer = req.socket.remoteAddress ?? '';
+  const forwardedFor = req.headers['x-forwarded-for'];
+  req.headers['x-forwarded-for'] = forwardedFor ? `${String(forwardedFor)}, ${peer}` : peer;
+  req.headers['x-forwarded-host'] = req.headers.host ?? publicUrl.host;
+  req.headers['x-forwarded-proto'] = publicUrl.protocol.slice(0, -1);
+  req.headers['x-forwarded-port'] = publicUrl.port || (publicUrl.protocol === 'https:' ? '443' : '80');
   if (cookieName !== undefined) {
     const cookie = withoutOwnCookies(req.headers.cookie, cookieName);
     if (cookie === undefined) delete req.headers.cookie;

@@ -102,6 +102,23 @@ describe('frontend security invariants', () => {
     });
   });
 
+  it('sets X-Forwarded-Host/Proto/Port from the share, never from the client, and appends X-Forwarded-For', async () => {
+    await get(fe.port, fe.host('open'), '/', {
+      headers: {
+        'x-forwarded-host': 'evil.example',
+        'x-forwarded-proto': 'gopher',
+        'x-forwarded-port': '1',
+        'x-forwarded-for': '203.0.113.9',
+      },
+    });
+    expect(lastSeen().headers).toMatchObject({
+      'x-forwarded-host': fe.host('open'),
+      'x-forwarded-proto': 'http',
+      'x-forwarded-port': String(fe.port),
+      'x-forwarded-for': '203.0.113.9, 127.0.0.1',
+    });
+  });
+
   describe('the backend never receives svc cookies', () => {
     it('removes the session and login cookies and keeps the others', async () => {
       const cookie = mintSessionCookie({ share: 'alpha', provider: 'google' });
