@@ -51,6 +51,8 @@ export interface EnrollmentReconcilerDeps {
 
 /** A token Secret that is missing or wrong is not watched: look again after this long. */
 const RECHECK_MS = 30_000;
+/** How often an enrolled environment is confirmed at the controller (it may be unenrolled there). */
+const VERIFY_MS = 5 * 60_000;
 
 /**
  * AgentEnrollment → an environment at the controller (`/environment/enable`), enrolled
@@ -96,6 +98,28 @@ export class EnrollmentReconciler implements Reconciler {
     }
 
     let state = await this.readState(e);
+    const standing =
+      state?.enrollment && state.controllerUrl === spec.controllerUrl
+        ? await this.standing(e, spec, state)
+        : 'enrolled';
+    if (state && standing !== 'enrolled') {
+      // Removed at the controller by another route. The AgentEnrollment states the wish to be
+      // enrolled, so enroll again (in the same environment while it exists); deleting the object is
+      // how a namespace is unenrolled.
+      this.deps.events.record(
+        e,
+        'Warning',
+        'EnrollmentLost',
+        'the controller no longer knows this enrollment; enrolling again',
+      );
+      if (standing === 'not_enrolled') {
+        state = { controllerUrl: state.controllerUrl, envZId: state.envZId };
+        await this.writeState(e, state);
+      } else {
+        await this.deleteState(e);
+        state = undefined;
+      }
+    }
     if (state && state.controllerUrl !== spec.controllerUrl) {
       // Moved to another controller: release the old environment (best effort), start afresh.
       await this.release(e, state, spec).catch((err: unknown) =>
@@ -139,7 +163,28 @@ export class EnrollmentReconciler implements Reconciler {
       e.status,
       this.status(e, { envZId: state.envZId, enrolled: true }, [ready, this.available(e)]) as Record<string, unknown>,
     );
-    return { result: 'success' };
+    return { result: 'success', requeueAfterMs: VERIFY_MS };
+  }
+
+  /**
+   * Whether the controller still holds this enrollment. Only a definite "not enrolled" or "no such
+   * environment" counts as gone; an unreachable controller or a disconnected agent does not.
+   */
+  private async standing(
+    e: AgentEnrollment,
+    spec: ValidEnrollment,
+    state: EnrollmentState,
+  ): Promise<'enrolled' | 'not_enrolled' | 'environment_gone'> {
+    const token = await this.accountToken(e, spec);
+    if (typeof token !== 'string') return 'enrolled';
+    try {
+      await this.api(spec.controllerUrl, '/agent/ping', token, { envZId: state.envZId });
+      return 'enrolled';
+    } catch (err) {
+      if (err instanceof SvcError && err.code === 'not_enrolled') return 'not_enrolled';
+      if (err instanceof SvcError && err.code === 'environment_not_found') return 'environment_gone';
+      return 'enrolled';
+    }
   }
 
   /** enable (unless an envZId was recorded) → record it → enroll → record the enrollment file. */

@@ -469,6 +469,32 @@ describe('AgentEnrollment → controller → environment agent → Share objects
     }
   }, 60_000);
 
+  it('an enrollment removed at the controller by another route is enrolled again (the object is the wish)', async () => {
+    const enrollmentIdOf = async () => {
+      const secret = await api(cp, paths.secret('svc-agent-team-enrollment', ENV_NS));
+      const file = Object.values(secret.data ?? {})
+        .map((v) => Buffer.from(v, 'base64').toString())
+        .find((text) => text.includes('"enrollmentId"'));
+      return (JSON.parse(file ?? '{}') as { enrollmentId?: string }).enrollmentId;
+    };
+    const before = await enrollmentIdOf();
+    expect(before).toBeTruthy();
+    expect((await call('/agent/unenroll', { envZId })).status).toBe(200);
+    expect((await call('/agent/ping', { envZId })).status).toBe(409);
+    // A label change wakes the reconcile now rather than at the periodic check (every 5 minutes).
+    await api(cp, enrollmentPath('team'), {
+      method: 'PATCH',
+      contentType: 'application/merge-patch+json',
+      body: { metadata: { labels: { checked: 'now' } } },
+    });
+    await eventually(async () => ((await enrollmentIdOf()) !== before ? true : undefined), 'a new enrollment', 30_000);
+    // Enrolled again in the same environment: the controller answers for it (its agent is not connected).
+    expect((await call('/agent/ping', { envZId })).status).not.toBe(409);
+    const e = await api(cp, enrollmentPath('team'));
+    expect(condition(e, 'Ready')).toMatchObject({ status: 'True', reason: 'Enrolled' });
+    expect(e.status?.envZId).toBe(envZId);
+  }, 60_000);
+
   it('deleting the AgentEnrollment unenrolls and disables the environment at the controller', async () => {
     await api(cp, enrollmentPath('team'), { method: 'DELETE' });
     await eventually(async () => !(await getOrNone(cp, enrollmentPath('team'))), 'the AgentEnrollment to go', 30_000);
