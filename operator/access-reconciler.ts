@@ -1,7 +1,7 @@
 import type { Logger } from '../lib/logger.ts';
 import { applyChild, writeStatus } from './apply.ts';
 import type { Caches } from './caches.ts';
-import { findCondition, setCondition } from './conditions.ts';
+import { findCondition, statusWith } from './conditions.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
 import type { EventRecorder } from './events.ts';
 import type { KubeClient } from './kube-client.ts';
@@ -127,10 +127,6 @@ export class AccessReconciler implements Reconciler {
     fields: Pick<AccessStatus, 'frontendToken' | 'endpoint'>,
     ready: Omit<Condition, 'lastTransitionTime'>,
   ): AccessStatus {
-    const generation = access.metadata.generation;
-    const conditions = setCondition(access.status?.conditions, ready, generation, new Date()).filter(
-      (c) => c.type === 'Ready',
-    );
-    return { ...fields, ...(generation !== undefined ? { observedGeneration: generation } : {}), conditions };
+    return statusWith(access, fields, [ready]);
   }
 }

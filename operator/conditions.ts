@@ -29,6 +29,26 @@ export function setCondition(
   return list;
 }
 
+/**
+ * A status object for `obj`: the given fields, `observedGeneration`, and exactly the given
+ * conditions (each set with setCondition, so unchanged ones keep their transition time).
+ */
+export function statusWith<F extends object>(
+  obj: { metadata: { generation?: number }; status?: { conditions?: Condition[] } },
+  fields: F,
+  conditions: readonly ConditionInput[],
+): F & { observedGeneration?: number; conditions: Condition[] } {
+  const generation = obj.metadata.generation;
+  let list = obj.status?.conditions;
+  for (const c of conditions) list = setCondition(list, c, generation, new Date());
+  const types = new Set(conditions.map((c) => c.type));
+  return {
+    ...fields,
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    conditions: (list ?? []).filter((c) => types.has(c.type)),
+  };
+}
+
 export function findCondition(list: readonly Condition[] | undefined, type: string): Condition | undefined {
   return list?.find((c) => c.type === type);
 }

@@ -5,7 +5,7 @@ import { SvcError, errorText } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { applyChild, writeStatus } from './apply.ts';
 import type { Caches } from './caches.ts';
-import { findCondition, setCondition } from './conditions.ts';
+import { findCondition, statusWith } from './conditions.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
 import {
   ROLES,
@@ -389,15 +389,7 @@ export class EnrollmentReconciler implements Reconciler {
     fields: Pick<AgentEnrollmentStatus, 'envZId' | 'enrolled'>,
     conditions: Omit<Condition, 'lastTransitionTime'>[],
   ): AgentEnrollmentStatus {
-    const generation = e.metadata.generation;
-    let list = e.status?.conditions;
-    for (const c of conditions) list = setCondition(list, c, generation, new Date());
-    const types = new Set(conditions.map((c) => c.type));
-    return {
-      ...fields,
-      ...(generation !== undefined ? { observedGeneration: generation } : {}),
-      conditions: (list ?? []).filter((c) => types.has(c.type)),
-    };
+    return statusWith(e, fields, conditions);
   }
 
   /** `Available` mirrors the environment agent Deployment's own condition. */

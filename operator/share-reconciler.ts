@@ -2,7 +2,7 @@ import type { ShareIngressOptions } from './options.ts';
 import type { Logger } from '../lib/logger.ts';
 import { applyChild, deleteChild, writeStatus, type ApplyOutcome } from './apply.ts';
 import type { Caches, InstallationView } from './caches.ts';
-import { findCondition, setCondition } from './conditions.ts';
+import { findCondition, statusWith } from './conditions.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
 import type { EventRecorder } from './events.ts';
 import { frontendEndpoint } from './installation.ts';
@@ -158,15 +158,7 @@ export class ShareReconciler implements Reconciler {
     fields: Pick<ShareStatus, 'token' | 'frontendEndpoints'>,
     conditions: Omit<Condition, 'lastTransitionTime'>[],
   ): ShareStatus {
-    const generation = share.metadata.generation;
-    let list = share.status?.conditions;
-    for (const c of conditions) list = setCondition(list, c, generation, new Date());
-    const types = new Set(conditions.map((c) => c.type));
-    return {
-      ...fields,
-      ...(generation !== undefined ? { observedGeneration: generation } : {}),
-      conditions: (list ?? []).filter((c) => types.has(c.type)),
-    };
+    return statusWith(share, fields, conditions);
   }
 
   /** `Available` mirrors the Deployment's own condition (Unknown until its controller reports). */
