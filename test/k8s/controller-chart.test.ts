@@ -5,15 +5,25 @@
  * copying the identity, the container's args and config from the rendered ConfigMap, credentials of
  * its ServiceAccount — serving the API with its records as Secrets in the release namespace.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
 import { MEDIA_TYPE } from '../../controller/openapi.ts';
 import { locateHelm } from './binaries.ts';
+import {
+  CHART,
+  RELEASE,
+  RELEASE_NS,
+  findObject,
+  helmRunner,
+  run,
+  type HelmRunner,
+  type Obj,
+  type Run,
+} from './helm-runner.ts';
 import { startControlPlane, type ControlPlane } from './envtest.ts';
 import { eventually } from './operator-fixture.ts';
 import { rawRequest, serverSideApply } from './raw.ts';
@@ -21,17 +31,7 @@ import { rawRequest, serverSideApply } from './raw.ts';
 const ROOT = join(import.meta.dirname, '..', '..');
 const NODE = join(ROOT, 'node_modules', '.bin', 'node');
 const SVC = join(ROOT, 'bin', 'svc.js');
-const CHART = join(ROOT, 'charts', 'svc');
-const RELEASE = 'svc';
-const RELEASE_NS = 'svc-system';
-const KUBE_VERSION = 'v1.34.4';
 
-type Obj = KubernetesObject & Record<string, unknown>;
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 interface Container {
   name: string;
   command?: string[];
@@ -54,44 +54,21 @@ let controllerProcess: ChildProcess | undefined;
 let apiUrl: string | undefined;
 let accountToken = '';
 
-function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(command, args, { env: { ...process.env, ...env }, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
-
-function helm(...args: string[]): Promise<Run> {
-  return run(helmBin, args, {
-    HELM_CACHE_HOME: join(work, 'helm-cache'),
-    HELM_CONFIG_HOME: join(work, 'helm-config'),
-    HELM_DATA_HOME: join(work, 'helm-data'),
-  });
-}
-
 const noIdentity = ['--set', 'shareDomain=share.example.com', '--set', 'controller.enabled=true'];
 const base = (): string[] => [...noIdentity, '--set-file', `controller.identity.json=${identityFile}`];
 
-async function template(...args: string[]): Promise<Obj[]> {
-  const out = await helm('template', RELEASE, CHART, '-n', RELEASE_NS, '--kube-version', KUBE_VERSION, ...args);
-  if (out.code !== 0) throw new Error(`helm template failed: ${out.stderr}`);
-  return parseAllDocuments(out.stdout)
-    .map((d) => d.toJS() as Obj | null)
-    .filter((d): d is Obj => d !== null);
-}
-
-const find = (objs: Obj[], kind: string, name: string): Obj => {
-  const obj = objs.find((o) => o.kind === kind && o.metadata?.name === name);
-  if (!obj) throw new Error(`${kind} ${name} not rendered`);
-  return obj;
-};
 const podOf = (deployment: Obj): PodSpec =>
   (deployment as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+
+let runner: HelmRunner;
+const helm = (...args: string[]): Promise<Run> => runner.helm(...args);
+const template = (...args: string[]): Promise<Obj[]> => runner.template(...args);
+const find = findObject;
 
 beforeAll(async () => {
   helmBin = locateHelm();
   work = await mkdtemp(join(tmpdir(), 'svc-ctl-chart-'));
+  runner = helmRunner(helmBin, work);
   identityFile = join(work, 'identity.json');
   const created = await run(NODE, [SVC, 'admin', 'create', 'identity', 'cluster', '--output', identityFile]);
   expect(created.code, created.stderr).toBe(0);

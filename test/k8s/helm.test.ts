@@ -5,25 +5,32 @@
  * operator's ServiceAccount, and the operator started with the Deployment's own args and those
  * credentials reconciling a Share.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments, stringify as toYaml } from 'yaml';
+import { stringify as toYaml } from 'yaml';
 import { parseInstallation } from '../../operator/installation.ts';
 import { locateHelm } from './binaries.ts';
+import {
+  CHART,
+  KUBE_VERSION,
+  RELEASE,
+  RELEASE_NS,
+  findObject,
+  helmRunner,
+  type HelmRunner,
+  type Obj,
+  type Run,
+} from './helm-runner.ts';
 import { startControlPlane, type ControlPlane } from './envtest.ts';
 import { freePort } from './processes.ts';
 import { rawRequest, serverSideApply } from './raw.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const CHART = join(ROOT, 'charts', 'svc');
-const RELEASE = 'svc';
-const RELEASE_NS = 'svc-system';
-const KUBE_VERSION = 'v1.34.4';
 
 const oauth = {
   endpoint_url: 'https://auth.share.example.com',
@@ -46,13 +53,6 @@ const oauth = {
   ],
 };
 
-type Obj = KubernetesObject & Record<string, unknown>;
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 let cp: ControlPlane;
 let work: string;
 let helmBin: string;
@@ -61,41 +61,6 @@ let oauthValues: string;
 /** Placeholders in test tables for values files written in beforeAll. */
 const file = (arg: string): string =>
   arg === 'OAUTH' ? oauthValues : arg === 'NO_ISSUER' ? join(work, 'no-issuer.yaml') : arg;
-
-function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(command, args, { env: { ...process.env, ...env }, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** helm with its state in the test's temp dir (never the user's ~/.config/helm). */
-function helm(...args: string[]): Promise<Run> {
-  return run(helmBin, args, {
-    HELM_CACHE_HOME: join(work, 'helm-cache'),
-    HELM_CONFIG_HOME: join(work, 'helm-config'),
-    HELM_DATA_HOME: join(work, 'helm-data'),
-  });
-}
-
-async function template(...args: string[]): Promise<Obj[]> {
-  const out = await helm('template', RELEASE, CHART, '-n', RELEASE_NS, '--kube-version', KUBE_VERSION, ...args);
-  if (out.code !== 0) throw new Error(`helm template failed: ${out.stderr}`);
-  return parseAllDocuments(out.stdout)
-    .map((d) => d.toJS() as Obj | null)
-    .filter((d): d is Obj => d !== null);
-}
-
-const find = (objs: Obj[], kind: string, name: string): Obj => {
-  const obj = objs.find((o) => o.kind === kind && o.metadata?.name === name);
-  if (!obj)
-    throw new Error(
-      `${kind} ${name} not rendered; have ${objs.map((o) => `${o.kind}/${o.metadata?.name}`).join(', ')}`,
-    );
-  return obj;
-};
 
 interface Container {
   name: string;
@@ -114,9 +79,15 @@ async function createNamespace(name: string): Promise<void> {
   await serverSideApply(cp.kubeConfig, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
 }
 
+let runner: HelmRunner;
+const helm = (...args: string[]): Promise<Run> => runner.helm(...args);
+const template = (...args: string[]): Promise<Obj[]> => runner.template(...args);
+const find = findObject;
+
 beforeAll(async () => {
   helmBin = locateHelm();
   work = await mkdtemp(join(tmpdir(), 'svc-helm-test-'));
+  runner = helmRunner(helmBin, work);
   oauthValues = join(work, 'oauth-values.yaml');
   await writeFile(oauthValues, toYaml({ frontend: { oauth } }));
   const { issuer: _issuer, ...noIssuer } = oauth.providers[0]!;

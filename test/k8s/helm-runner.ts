@@ -1,0 +1,61 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+
+export const CHART = join(import.meta.dirname, '..', '..', 'charts', 'svc');
+export const RELEASE = 'svc';
+export const RELEASE_NS = 'svc-system';
+export const KUBE_VERSION = 'v1.34.4';
+
+export type Obj = KubernetesObject & Record<string, unknown>;
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to completion and reports its exit code and output (never throws on failure). */
+export function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(command, args, { env: { ...process.env, ...env }, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+export interface HelmRunner {
+  helm(...args: string[]): Promise<Run>;
+  /** `helm template` of the chart as release `svc` in `svc-system`; the rendered objects. */
+  template(...args: string[]): Promise<Obj[]>;
+}
+
+/** helm with its state in the test's temp dir (never the user's ~/.config/helm). */
+export function helmRunner(helmBin: string, work: string): HelmRunner {
+  const helm = (...args: string[]): Promise<Run> =>
+    run(helmBin, args, {
+      HELM_CACHE_HOME: join(work, 'helm-cache'),
+      HELM_CONFIG_HOME: join(work, 'helm-config'),
+      HELM_DATA_HOME: join(work, 'helm-data'),
+    });
+  return {
+    helm,
+    async template(...args) {
+      const out = await helm('template', RELEASE, CHART, '-n', RELEASE_NS, '--kube-version', KUBE_VERSION, ...args);
+      if (out.code !== 0) throw new Error(`helm template failed: ${out.stderr}`);
+      return parseAllDocuments(out.stdout)
+        .map((d) => d.toJS() as Obj | null)
+        .filter((d): d is Obj => d !== null);
+    },
+  };
+}
+
+/** The rendered object of this kind and name; throws naming what was rendered instead. */
+export function findObject(objs: Obj[], kind: string, name: string): Obj {
+  const obj = objs.find((o) => o.kind === kind && o.metadata?.name === name);
+  if (!obj)
+    throw new Error(
+      `${kind} ${name} not rendered; have ${objs.map((o) => `${o.kind}/${o.metadata?.name}`).join(', ')}`,
+    );
+  return obj;
+}
