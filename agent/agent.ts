@@ -4,15 +4,15 @@ import { parseDuration } from '../lib/duration.ts';
 import { badInput, errorText, notFound } from '../lib/errors.ts';
 import { compileGlob } from '../lib/glob.ts';
 import type { Logger } from '../lib/logger.ts';
-import type { ShareRoute } from '../sidecar/config.ts';
-import type { ShareSource } from '../sidecar/share-source.ts';
+import type { ShareRoute } from '../lib/share/spec.ts';
+import type { ShareSource } from '../lib/share/source.ts';
 import { formatAddress, listenHandler, type RunningListener } from './backends/listener.ts';
 import { proxyBackend } from './backends/proxy.ts';
 import { webBackend } from './backends/web.ts';
 import { DEFAULT_HEALTHCHECK_TIMEOUT_MS, httpHealthCheck, type HealthCheckResult } from './healthcheck.ts';
 import { validateShareRequest, type ShareRequest } from './share-request.ts';
 import type { AccessRecord, AgentStore, ShareRecord } from './store.ts';
-import { newToken } from './token.ts';
+import { newToken } from '../lib/token.ts';
 
 /** Share entry of the status response (seed: "Share entry (in the status response)"). */
 export interface ShareEntry {

@@ -3,7 +3,7 @@ import { isAbsolute } from 'node:path';
 import { ConfigReader, parseBindAddress } from '../lib/config-reader.ts';
 import { ConfigError } from '../lib/errors.ts';
 import { createLogger } from '../lib/logger.ts';
-import { isLoopbackHost } from '../sidecar/config.ts';
+import { isLoopbackHost } from '../lib/net.ts';
 import { listenHandler, type RunningListener } from './backends/listener.ts';
 import { proxyBackend } from './backends/proxy.ts';
 import { BACKEND_MODES, type BackendHandler } from './backends/types.ts';

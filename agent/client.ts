@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { SvcError } from '../lib/errors.ts';
-import { socketPath } from './data-dir.ts';
+import { socketPath } from '../lib/data-dir.ts';
 
 /**
  * The CLI side of the local API: JSON requests over the data directory's Unix socket. An API error

@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { storeContract } from '../test/agent/store-contract.ts';
+import { storeContract } from '../test/contracts/agent-store.ts';
 import { FileStore, STORE_FILE } from './file-store.ts';
 
 storeContract('FileStore', () => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { validateShareRequest } from './share-request.ts';
-import { newToken } from './token.ts';
+import { newToken } from '../lib/token.ts';
 
 const token = 'tttttttttttt';
 

@@ -1,7 +1,7 @@
 import { isAbsolute } from 'node:path';
 import { ConfigReader } from '../lib/config-reader.ts';
 import { SvcError } from '../lib/errors.ts';
-import { DEFAULT_CHECK_INTERVAL, readShareOptions } from '../sidecar/config.ts';
+import { DEFAULT_CHECK_INTERVAL, readShareOptions } from '../lib/share/spec.ts';
 import { assertDirectory } from './backends/web.ts';
 import { BACKEND_MODES, type BackendMode } from './backends/types.ts';
 import { SHARE_MODES, type ShareMode, type ShareRecord } from './store.ts';

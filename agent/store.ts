@@ -32,7 +32,7 @@ export interface AccessRecord {
 /**
  * Where the agent keeps its shares and accesses. The single-machine service uses the file store
  * under the data directory (agent/file-store.ts); a Kubernetes-backed store implements the same
- * interface, and `test/agent/store-contract.ts` holds the specs every implementation must pass.
+ * interface, and `test/contracts/agent-store.ts` holds the specs every implementation must pass.
  */
 export interface AgentStore {
   listShares(): Promise<ShareRecord[]>;

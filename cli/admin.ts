@@ -1,9 +1,9 @@
 import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { resolveDataDir } from '../agent/data-dir.ts';
+import { resolveDataDir } from '../lib/data-dir.ts';
 import { ControllerFileStore } from '../controller/file-store.ts';
-import { IDENTITY_NAME, createIdentity } from '../controller/identity.ts';
+import { IDENTITY_NAME, createIdentity } from '../lib/remoting/identity.ts';
 import { newSecretToken } from '../controller/secrets.ts';
 import { loadYamlFile } from '../lib/config-reader.ts';
 import { SvcError, badInput } from '../lib/errors.ts';

@@ -1,15 +1,9 @@
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
-import { resolveDataDir } from '../agent/data-dir.ts';
-import {
-  environmentPath,
-  readEnrollment,
-  readEnvironment,
-  removeFile,
-  writeJsonFile,
-} from '../agent/remoting/files.ts';
-import type { EnvironmentFile } from '../agent/remoting/files.ts';
-import { callApi, resolveApiEndpoint } from '../controller/client.ts';
+import { resolveDataDir } from '../lib/data-dir.ts';
+import { environmentPath, readEnrollment, readEnvironment, removeFile, writeJsonFile } from '../lib/remoting/files.ts';
+import type { EnvironmentFile } from '../lib/remoting/files.ts';
+import { callApi, resolveApiEndpoint } from '../lib/api-client.ts';
 import { SvcError } from '../lib/errors.ts';
 
 /**

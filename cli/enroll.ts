@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
 import { redactedToken } from '../agent/remoting/client.ts';
-import { resolveDataDir } from '../agent/data-dir.ts';
+import { resolveDataDir } from '../lib/data-dir.ts';
 import {
   enrollmentPath,
   environmentPath,
@@ -10,8 +10,8 @@ import {
   removeFile,
   writeJsonFile,
   type EnrollmentFile,
-} from '../agent/remoting/files.ts';
-import { callApi } from '../controller/client.ts';
+} from '../lib/remoting/files.ts';
+import { callApi } from '../lib/api-client.ts';
 import { SvcError } from '../lib/errors.ts';
 import { subcommand } from './local.ts';
 

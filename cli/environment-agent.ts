@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseBindAddress } from '../lib/config-reader.ts';
 import type { Command } from 'commander';
-import type { EnrollmentFile } from '../agent/remoting/files.ts';
+import type { EnrollmentFile } from '../lib/remoting/files.ts';
 import { SvcError, badInput, errorText } from '../lib/errors.ts';
 import { untilSignal } from '../lib/signals.ts';
 import { subcommand } from './local.ts';
@@ -39,7 +39,7 @@ export function registerEnvironmentAgentCommands(program: Command): void {
 async function runEnvironmentAgent(opts: EnvironmentAgentOptions): Promise<void> {
   const [{ KubeConfig }, { KubeClient }, { RemotingClient }, { kubeExecutor }, { createLogger }] = await Promise.all([
     import('@kubernetes/client-node'),
-    import('../operator/kube-client.ts'),
+    import('../lib/kube/client.ts'),
     import('../agent/remoting/client.ts'),
     import('../agent/remoting/kube-executor.ts'),
     import('../lib/logger.ts'),

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { loadFrontendConfig } from '../sidecar/config.ts';
+import { loadFrontendConfig } from '../lib/config/frontend.ts';
 
 export function registerFrontendCommands(program: Command): void {
   program

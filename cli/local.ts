@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { LocalApiClient } from '../agent/client.ts';
-import { resolveDataDir } from '../agent/data-dir.ts';
+import { resolveDataDir } from '../lib/data-dir.ts';
 
 /** Options every command that talks to the local agent shares. */
 export interface LocalOptions {

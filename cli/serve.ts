@@ -15,7 +15,7 @@ export function registerServeCommands(program: Command): void {
     .option('--check', 'validate the configuration, print a summary and exit')
     .action(async (opts: { config?: string; dev?: boolean; dataDir?: string; listen?: string; check?: boolean }) => {
       if (opts.check) {
-        const { loadServeConfig, parseServeConfig } = await import('../agent/serve-config.ts');
+        const { loadServeConfig, parseServeConfig } = await import('../serve/config.ts');
         const config = opts.config ? loadServeConfig(opts.config) : parseServeConfig({});
         const { host, port } = config.frontend.listen;
         process.stdout.write(
@@ -23,7 +23,7 @@ export function registerServeCommands(program: Command): void {
         );
         return;
       }
-      const { runServe } = await import('../agent/serve.ts');
+      const { runServe } = await import('../serve/serve.ts');
       await runServe(opts);
     });
 }

@@ -1,9 +1,9 @@
-import { CLOSE_UNENROLLED, type CommandName } from '../agent/remoting/protocol.ts';
-import { newToken } from '../agent/token.ts';
+import { CLOSE_UNENROLLED, type CommandName } from '../lib/remoting/protocol.ts';
+import { newToken } from '../lib/token.ts';
 import { SvcError } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { apiError } from './errors.ts';
-import type { ControllerIdentity } from './identity.ts';
+import type { ControllerIdentity } from '../lib/remoting/identity.ts';
 import type { RemotingHub } from './remoting-hub.ts';
 import { newSecretToken } from './secrets.ts';
 import type { AccountRecord, ControllerStore, EnvironmentRecord } from './store.ts';

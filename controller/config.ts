@@ -1,6 +1,6 @@
 import { isAbsolute, resolve, dirname } from 'node:path';
 import { ConfigReader, join, loadYamlFile } from '../lib/config-reader.ts';
-import { loadIdentity, type ControllerIdentity } from './identity.ts';
+import { loadIdentity, type ControllerIdentity } from '../lib/remoting/identity.ts';
 
 export interface ListenAddress {
   readonly host: string;

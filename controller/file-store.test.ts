@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONTROLLER_STATE_FILE, ControllerFileStore } from './file-store.ts';
-import { runStoreContract } from './store-contract.ts';
+import { runStoreContract } from '../test/contracts/controller-store.ts';
 
 runStoreContract('ControllerFileStore', () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-ctl-store-'));

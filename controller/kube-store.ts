@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SvcError } from '../lib/errors.ts';
-import { KubeApiError, KubeClient, isConflict, isNotFound } from '../operator/kube-client.ts';
-import { SECRETS, resourcePath, type KubeObject } from '../operator/resources.ts';
+import { KubeApiError, KubeClient, isConflict, isNotFound } from '../lib/kube/client.ts';
+import { SECRETS, resourcePath, type KubeObject } from '../lib/kube/resources.ts';
 import type { AccountRecord, ControllerStore, EnrollmentRecord, EnvironmentRecord } from './store.ts';
 
 /** Field manager and `app.kubernetes.io/managed-by` value of every object the controller writes. */

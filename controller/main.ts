@@ -1,6 +1,6 @@
 import { untilSignal } from '../lib/signals.ts';
 import type { AddressInfo } from 'node:net';
-import { resolveDataDir } from '../agent/data-dir.ts';
+import { resolveDataDir } from '../lib/data-dir.ts';
 import { ConfigReader, parseBindAddress } from '../lib/config-reader.ts';
 import { SvcError, badInput } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';

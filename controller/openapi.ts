@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import { parse as parseYaml } from 'yaml';
+import { MEDIA_TYPE } from '../lib/api-client.ts';
 
 export const OPENAPI_PATH = new URL('./openapi.yaml', import.meta.url);
-export const MEDIA_TYPE = 'application/svc.v1+json';
 
 /** The parts of the OpenAPI document this module reads. */
 interface OpenApiDocument {

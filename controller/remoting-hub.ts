@@ -9,11 +9,11 @@ import {
   type CommandName,
   type HelloMessage,
   type ResultMessage,
-} from '../agent/remoting/protocol.ts';
+} from '../lib/remoting/protocol.ts';
 import { SvcError, errorText } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { apiError } from './errors.ts';
-import type { ControllerIdentity } from './identity.ts';
+import type { ControllerIdentity } from '../lib/remoting/identity.ts';
 import { hashesMatch, parseToken } from './secrets.ts';
 import type { ControllerStore } from './store.ts';
 

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { newToken } from '../agent/token.ts';
+import { newToken } from '../lib/token.ts';
 
 /** A secret token `<prefix>_<id>_<secret>` split into its parts. */
 export interface ParsedToken {

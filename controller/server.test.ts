@@ -7,9 +7,10 @@ import WebSocket from 'ws';
 import { createLogger } from '../lib/logger.ts';
 import { DEFAULT_AGENT_TIMEOUT_MS } from './config.ts';
 import { ControllerFileStore } from './file-store.ts';
-import { createIdentity, requireIdentity } from './identity.ts';
+import { createIdentity, requireIdentity } from '../lib/remoting/identity.ts';
 import { startController, type RunningController } from './main.ts';
-import { MEDIA_TYPE, OpenApi } from './openapi.ts';
+import { MEDIA_TYPE } from '../lib/api-client.ts';
+import { OpenApi } from './openapi.ts';
 import { newSecretToken } from './secrets.ts';
 
 /** The HTTP pipeline of a real controller on port 0 (in-process), for the paths the e2e tests do not take. */

@@ -1,10 +1,11 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import { REMOTING_PATH } from '../agent/remoting/protocol.ts';
+import { REMOTING_PATH } from '../lib/remoting/protocol.ts';
 import { errorText } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { notConfigured, type Body, type Operation } from './api.ts';
 import { apiError, errorBody } from './errors.ts';
-import { MEDIA_TYPE, type OpenApi } from './openapi.ts';
+import { MEDIA_TYPE } from '../lib/api-client.ts';
+import type { OpenApi } from './openapi.ts';
 import type { RemotingHub } from './remoting-hub.ts';
 import { hashesMatch, parseToken } from './secrets.ts';
 import type { AccountRecord, ControllerStore } from './store.ts';

@@ -31,7 +31,7 @@ export interface EnrollmentRecord {
  * Where the controller keeps accounts, environments and enrollments. The single-machine controller
  * uses `ControllerFileStore` (controller/file-store.ts); the cluster controller keeps them as
  * Kubernetes objects in its namespace behind this same interface. `runStoreContract`
- * (controller/store-contract.ts) holds the behaviour every implementation must show.
+ * (test/contracts/controller-store.ts) holds the behaviour every implementation must show.
  *
  * Errors are SvcErrors: `conflict` (409) on a duplicate, `not_found` (404) for a missing parent.
  * Lookups of a missing record resolve to undefined, never throw.

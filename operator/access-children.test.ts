@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { accessEndpoint, desiredAccessChildren, findShare, validateAccess } from './access-children.ts';
-import type { Access, Share } from './resources.ts';
+import type { Access, Share } from '../lib/kube/resources.ts';
 
 const access = (spec: Access['spec'], name = 'reach-db'): Access => ({
   metadata: { name, namespace: 'team', uid: 'u' },

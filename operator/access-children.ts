@@ -1,4 +1,4 @@
-import { SHARE_TOKEN } from '../sidecar/config.ts';
+import { SHARE_TOKEN } from '../lib/share/spec.ts';
 import { agentResources, containerSecurityContext, podSpecBase, tmpMount, tmpVolume } from './pod.ts';
 import {
   ACCESSES,
@@ -9,7 +9,7 @@ import {
   type Access,
   type KubeObject,
   type Share,
-} from './resources.ts';
+} from '../lib/kube/resources.ts';
 import { childName as shareChildName } from './share-children.ts';
 
 export const DEFAULT_BIND_PORT = 8080;

@@ -4,7 +4,7 @@ import type { Caches } from './caches.ts';
 import { findCondition, statusWith } from './conditions.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
 import type { EventRecorder } from './events.ts';
-import type { KubeClient } from './kube-client.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
 import {
   ACCESSES,
   DEPLOYMENTS,
@@ -13,7 +13,7 @@ import {
   type Access,
   type AccessStatus,
   type Condition,
-} from './resources.ts';
+} from '../lib/kube/resources.ts';
 import {
   accessChildName,
   accessEndpoint,
@@ -21,7 +21,7 @@ import {
   findShare,
   validateAccess,
 } from './access-children.ts';
-import { deriveToken } from './token.ts';
+import { deriveToken } from '../lib/token.ts';
 
 export interface AccessReconcilerDeps {
   readonly client: KubeClient;

@@ -1,6 +1,6 @@
 import { containsDesired, jsonEqual } from './conditions.ts';
-import { isNotFound, type KubeClient } from './kube-client.ts';
-import { apiVersion, objectPath, type KubeObject, type Resource } from './resources.ts';
+import { isNotFound, type KubeClient } from '../lib/kube/client.ts';
+import { apiVersion, objectPath, type KubeObject, type Resource } from '../lib/kube/resources.ts';
 
 export type ApplyOutcome = 'created' | 'updated' | 'unchanged';
 

@@ -3,9 +3,9 @@ import type { Logger } from '../lib/logger.ts';
 import type { Caches, InstallationView } from './caches.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
 import type { Installation } from './installation.ts';
-import type { KubeClient } from './kube-client.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
 import { FRONTEND_CONFIG_FILE, FRONTEND_METRICS_PORT, FRONTEND_PORT } from './pod.ts';
-import { MANAGED_BY, MANAGED_BY_LABEL, SECRETS, resourcePath, type KubeObject } from './resources.ts';
+import { MANAGED_BY, MANAGED_BY_LABEL, SECRETS, resourcePath, type KubeObject } from '../lib/kube/resources.ts';
 import { childName, shareEntry, validateShare, type ValidShare } from './share-children.ts';
 
 /** The single work-queue key of the auth-endpoint config. */

@@ -1,6 +1,6 @@
 import type { Informer } from './informer.ts';
 import type { InstallationResult } from './installation.ts';
-import type { Access, KubeObject, Share } from './resources.ts';
+import type { Access, KubeObject, Share } from '../lib/kube/resources.ts';
 
 /** The informer caches the reconcilers read (level-based: they never act on watch event types). */
 export interface Caches {

@@ -1,4 +1,4 @@
-import type { Condition } from './resources.ts';
+import type { Condition } from '../lib/kube/resources.ts';
 
 export type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EnrollmentFile } from '../agent/remoting/files.ts';
+import type { EnrollmentFile } from '../lib/remoting/files.ts';
 import { SvcError } from '../lib/errors.ts';
 import {
   ENROLLMENT_FILE_KEY,

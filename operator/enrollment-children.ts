@@ -1,4 +1,4 @@
-import type { EnrollmentFile } from '../agent/remoting/files.ts';
+import type { EnrollmentFile } from '../lib/remoting/files.ts';
 import { SvcError } from '../lib/errors.ts';
 import { agentResources, containerSecurityContext, podSecurityContext, tmpMount, tmpVolume } from './pod.ts';
 import {
@@ -9,7 +9,7 @@ import {
   type Condition,
   type KubeObject,
   type Resource,
-} from './resources.ts';
+} from '../lib/kube/resources.ts';
 
 export interface AgentEnrollmentSpec {
   controllerUrl?: string;

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
-import type { EnrollmentFile } from '../agent/remoting/files.ts';
-import { callApi } from '../controller/client.ts';
+import type { EnrollmentFile } from '../lib/remoting/files.ts';
+import { callApi } from '../lib/api-client.ts';
 import { SvcError, errorText } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { applyChild, writeStatus } from './apply.ts';
@@ -26,7 +26,7 @@ import {
 } from './enrollment-children.ts';
 import type { EventRecorder } from './events.ts';
 import type { Informer } from './informer.ts';
-import { isNotFound, type KubeClient } from './kube-client.ts';
+import { isNotFound, type KubeClient } from '../lib/kube/client.ts';
 import {
   AGENT_ENROLLMENTS,
   DEPLOYMENTS,
@@ -36,7 +36,7 @@ import {
   splitKey,
   type Condition,
   type KubeObject,
-} from './resources.ts';
+} from '../lib/kube/resources.ts';
 
 export interface EnrollmentReconcilerDeps {
   readonly client: KubeClient;
@@ -45,7 +45,7 @@ export interface EnrollmentReconcilerDeps {
   readonly events: EventRecorder;
   readonly logger: Logger;
   readonly image: string;
-  /** The controller API client (controller/client.ts); replaceable in tests. */
+  /** The controller API client (lib/api-client.ts); replaceable in tests. */
   readonly callApi?: typeof callApi;
 }
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../lib/logger.ts';
 import { errorText } from '../lib/errors.ts';
-import type { KubeClient } from './kube-client.ts';
-import { EVENTS, resourcePath, type KubeObject } from './resources.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
+import { EVENTS, resourcePath, type KubeObject } from '../lib/kube/resources.ts';
 
 export type EventType = 'Normal' | 'Warning';
 

@@ -2,8 +2,8 @@ import type { Logger } from '../lib/logger.ts';
 import { Sleeper } from './sleeper.ts';
 import { errorText } from '../lib/errors.ts';
 import { backoffDelay, type BackoffPolicy } from './backoff.ts';
-import { KubeApiError, isGone, type KubeClient } from './kube-client.ts';
-import { objectKey, type KubeList, type KubeObject, type WatchEvent } from './resources.ts';
+import { KubeApiError, isGone, type KubeClient } from '../lib/kube/client.ts';
+import { objectKey, type KubeList, type KubeObject, type WatchEvent } from '../lib/kube/resources.ts';
 
 type Query = Record<string, string | number | boolean | undefined>;
 

@@ -1,7 +1,7 @@
 import { parse as parseYaml } from 'yaml';
 import { ConfigReader } from '../lib/config-reader.ts';
 import { errorText } from '../lib/errors.ts';
-import { readOAuth, type OAuthConfig } from '../sidecar/config.ts';
+import { readOAuth, type OAuthConfig } from '../lib/config/frontend.ts';
 
 /** Key of the installation's frontend Secret that holds the `oauth:` section (CONTRACTS.md). */
 export const FRONTEND_SECRET_KEY = 'oauth.yaml';

@@ -1,8 +1,8 @@
 import type { Logger } from '../lib/logger.ts';
 import { Sleeper } from './sleeper.ts';
 import { errorText } from '../lib/errors.ts';
-import { isConflict, isNotFound, type KubeClient } from './kube-client.ts';
-import { LEASES, apiVersion, resourcePath, type KubeObject } from './resources.ts';
+import { isConflict, isNotFound, type KubeClient } from '../lib/kube/client.ts';
+import { LEASES, apiVersion, resourcePath, type KubeObject } from '../lib/kube/resources.ts';
 
 export interface LeaseSpec {
   holderIdentity?: string;

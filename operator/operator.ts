@@ -11,7 +11,7 @@ import { EventRecorder } from './events.ts';
 import { startHealthServer } from './health-server.ts';
 import { Informer, apiSource } from './informer.ts';
 import { parseInstallation, type InstallationResult } from './installation.ts';
-import { KubeClient } from './kube-client.ts';
+import { KubeClient } from '../lib/kube/client.ts';
 import { LeaderElector } from './leader.ts';
 import { OperatorMetrics } from './metrics.ts';
 import type { OperatorOptions } from './options.ts';
@@ -30,7 +30,7 @@ import {
   type KubeObject,
   type Resource,
   type Share,
-} from './resources.ts';
+} from '../lib/kube/resources.ts';
 import { ShareReconciler } from './share-reconciler.ts';
 
 export interface StartOperatorOptions extends OperatorOptions {

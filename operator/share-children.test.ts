@@ -1,9 +1,9 @@
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { parseInstallation, type Installation } from './installation.ts';
-import type { Share } from './resources.ts';
+import type { Share } from '../lib/kube/resources.ts';
 import { desiredShareChildren, validateShare, type ValidShare } from './share-children.ts';
-import { deriveToken } from './token.ts';
+import { deriveToken } from '../lib/token.ts';
 
 const section = {
   bind_address: '0.0.0.0:8443',

@@ -3,7 +3,8 @@ import { stringify as toYaml } from 'yaml';
 import { errorText } from '../lib/errors.ts';
 import { compileGlob } from '../lib/glob.ts';
 import { parseDuration } from '../lib/duration.ts';
-import { DEFAULT_CHECK_INTERVAL, SHARE_TOKEN, parseFrontendConfig } from '../sidecar/config.ts';
+import { DEFAULT_CHECK_INTERVAL, SHARE_TOKEN } from '../lib/share/spec.ts';
+import { parseFrontendConfig } from '../lib/config/frontend.ts';
 import type { Installation } from './installation.ts';
 import {
   AGENT_PORT,
@@ -26,8 +27,8 @@ import {
   ownerReference,
   type KubeObject,
   type Share,
-} from './resources.ts';
-import { deriveToken } from './token.ts';
+} from '../lib/kube/resources.ts';
+import { deriveToken } from '../lib/token.ts';
 
 /** A Share spec that passed every check the CRD schema cannot make. */
 export interface ValidShare {

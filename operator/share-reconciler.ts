@@ -6,7 +6,7 @@ import { findCondition, statusWith } from './conditions.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
 import type { EventRecorder } from './events.ts';
 import { frontendEndpoint } from './installation.ts';
-import type { KubeClient } from './kube-client.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
 import {
   DEPLOYMENTS,
   INGRESSES,
@@ -19,7 +19,7 @@ import {
   type Resource,
   type Share,
   type ShareStatus,
-} from './resources.ts';
+} from '../lib/kube/resources.ts';
 import { childName, desiredShareChildren, frontendSecretName, validateShare } from './share-children.ts';
 
 export interface ShareReconcilerDeps {

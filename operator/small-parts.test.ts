@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { containsDesired, jsonEqual, setCondition } from './conditions.ts';
 import { frontendEndpoint, parseInstallation } from './installation.ts';
 import { parseOperatorFlags } from './options.ts';
-import { deriveToken } from './token.ts';
+import { deriveToken } from '../lib/token.ts';
 
 describe('deriveToken', () => {
   it('is deterministic, 12 characters of lower-case base32', () => {

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../lib/logger.ts';
 import { errorText } from '../lib/errors.ts';
-import type { OAuthConfig, ShareRoute } from './config.ts';
+import type { OAuthConfig } from '../lib/config/frontend.ts';
+import type { ShareRoute } from '../lib/share/spec.ts';
 import { refusalReason } from './email.ts';
 import { LoginStates } from './login-state.ts';
 import type { FrontendMetrics } from './metrics.ts';
@@ -12,7 +13,7 @@ import { ProviderError, type Provider } from './providers/types.ts';
 import { allowedRedirect, shareUrl } from './redirects.ts';
 import { createSealer } from './seal.ts';
 import { sessionCookies, type Session, type SessionCookies } from './session.ts';
-import type { ShareSource } from './share-source.ts';
+import type { ShareSource } from '../lib/share/source.ts';
 
 /** Result of checking a request to an OAuth share: proceed with this session, or the response was sent. */
 export type AccessDecision = { readonly session: Session; readonly setCookie?: string } | 'handled';

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import Provider, { type Configuration } from 'oidc-provider';
-import { isLoopbackHost } from './config.ts';
+import { isLoopbackHost } from '../lib/net.ts';
 import { DEV_TTL, devSigningKeys, devStore } from './dev-idp-store.ts';
 
 export interface DevIdentityProviderOptions {

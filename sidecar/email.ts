@@ -1,4 +1,4 @@
-import type { ShareOAuth } from './config.ts';
+import type { ShareOAuth } from '../lib/share/spec.ts';
 import type { Identity } from './providers/types.ts';
 
 /**

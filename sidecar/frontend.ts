@@ -4,12 +4,12 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from '../lib/logger.ts';
 import { errorText } from '../lib/errors.ts';
 import { Authenticator } from './auth.ts';
-import type { OAuthConfig, ShareRoute } from './config.ts';
-import { SHARE_TOKEN } from './config.ts';
+import type { OAuthConfig } from '../lib/config/frontend.ts';
+import { SHARE_TOKEN, type ShareRoute } from '../lib/share/spec.ts';
 import { FrontendMetrics } from './metrics.ts';
 import { sendPage } from './pages.ts';
 import { createShareProxy, prepareBackendHeaders } from './proxy.ts';
-import type { ShareSource } from './share-source.ts';
+import type { ShareSource } from '../lib/share/source.ts';
 
 export interface FrontendOptions {
   readonly listen: { host: string; port: number };

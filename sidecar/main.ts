@@ -2,9 +2,9 @@ import { watchFile, unwatchFile } from 'node:fs';
 import { ConfigError, errorText } from '../lib/errors.ts';
 import { createLogger } from '../lib/logger.ts';
 import { untilSignal } from '../lib/signals.ts';
-import { loadFrontendConfig, type FrontendConfig } from './config.ts';
+import { loadFrontendConfig, type FrontendConfig } from '../lib/config/frontend.ts';
 import { startFrontend } from './frontend.ts';
-import { staticShares, type ShareSource } from './share-source.ts';
+import { staticShares, type ShareSource } from '../lib/share/source.ts';
 
 /**
  * `svc frontend --config file`: the per-share sidecar process. Config is validated once (the

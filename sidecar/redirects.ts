@@ -1,5 +1,5 @@
-import { SHARE_TOKEN } from './config.ts';
-import type { ShareSource } from './share-source.ts';
+import { SHARE_TOKEN } from '../lib/share/spec.ts';
+import type { ShareSource } from '../lib/share/source.ts';
 
 /**
  * Decides where the frontend may send a browser after logout: only to `endpoint_url`'s own host or

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../lib/logger.ts';
-import { echoBackend, request } from '../../test/agent/http.ts';
+import { echoBackend, request } from '../../test/support/raw-http.ts';
 import { listenHandler } from './listener.ts';
 import { proxyBackend } from './proxy.ts';
 

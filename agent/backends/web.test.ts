@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../lib/logger.ts';
-import { request } from '../../test/agent/http.ts';
+import { request } from '../../test/support/raw-http.ts';
 import { listenHandler, type RunningListener } from './listener.ts';
 import { decodeSegments, webBackend } from './web.ts';
 

@@ -3,9 +3,9 @@ import type { IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
 import { SvcError, errorText } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
-import { publicKeyFromRaw } from '../../controller/identity.ts';
+import { publicKeyFromRaw } from '../../lib/remoting/identity.ts';
 import type { RemoteExecutor, RemoteHealthCheckArgs, RemoteShareArgs } from './executor.ts';
-import type { EnrollmentFile } from './files.ts';
+import type { EnrollmentFile } from '../../lib/remoting/files.ts';
 import { CommandGuard } from './guard.ts';
 import {
   CLOSE_UNENROLLED,
@@ -16,7 +16,7 @@ import {
   type CommandPayload,
   type HelloMessage,
   type ResultMessage,
-} from './protocol.ts';
+} from '../../lib/remoting/protocol.ts';
 
 export interface RemotingClientOptions {
   readonly enrollment: EnrollmentFile;

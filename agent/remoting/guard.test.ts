@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { CommandGuard } from './guard.ts';
-import { FRESHNESS_MS, enrollmentHash, signCommand } from './protocol.ts';
+import { FRESHNESS_MS, enrollmentHash, signCommand } from '../../lib/remoting/protocol.ts';
 
 describe('CommandGuard', () => {
   const controller = generateKeyPairSync('ed25519');

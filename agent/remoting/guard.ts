@@ -6,7 +6,7 @@ import {
   signatureValid,
   type CommandMessage,
   type CommandPayload,
-} from './protocol.ts';
+} from '../../lib/remoting/protocol.ts';
 
 export type GuardVerdict =
   | { readonly accepted: true; readonly payload: CommandPayload }

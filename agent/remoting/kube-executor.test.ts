@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { deriveToken } from '../../operator/token.ts';
+import { deriveToken } from '../../lib/token.ts';
 import { accessEntry, accessSpecFromArgs, shareEntry, shareSpecFromArgs } from './kube-executor.ts';
 
 describe('shareSpecFromArgs', () => {

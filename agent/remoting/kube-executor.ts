@@ -1,12 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AccessEntry, AgentStatus, ShareEntry } from '../agent.ts';
 import { DEFAULT_HEALTHCHECK_TIMEOUT_MS, httpHealthCheck, type HealthCheckResult } from '../healthcheck.ts';
-import { newToken } from '../token.ts';
 import { parseDuration } from '../../lib/duration.ts';
 import { SvcError, badInput, notFound } from '../../lib/errors.ts';
 import { compileGlob } from '../../lib/glob.ts';
 import type { Logger } from '../../lib/logger.ts';
-import { isNotFound, type KubeClient } from '../../operator/kube-client.ts';
+import { isNotFound, type KubeClient } from '../../lib/kube/client.ts';
 import {
   ACCESSES,
   SHARES,
@@ -17,8 +16,8 @@ import {
   type KubeObject,
   type Share,
   type ShareSpec,
-} from '../../operator/resources.ts';
-import { deriveToken } from '../../operator/token.ts';
+} from '../../lib/kube/resources.ts';
+import { deriveToken, newToken } from '../../lib/token.ts';
 import type { RemoteExecutor, RemoteHealthCheckArgs, RemoteShareArgs } from './executor.ts';
 
 /** Field manager and managed-by label of the objects the environment agent creates. */

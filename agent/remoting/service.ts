@@ -3,7 +3,7 @@ import { errorText } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { RemotingClient } from './client.ts';
 import type { RemoteExecutor } from './executor.ts';
-import { ENROLLMENT_FILE, readEnrollment, type EnrollmentFile } from './files.ts';
+import { ENROLLMENT_FILE, readEnrollment, type EnrollmentFile } from '../../lib/remoting/files.ts';
 
 export interface RunningRemoting {
   close(): Promise<void>;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ProviderConfig } from '../config.ts';
+import type { ProviderConfig } from '../../lib/config/frontend.ts';
 import { ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
 import { callbackCode, endpoint, exchangeCode, form, providerRequest } from './http.ts';
 

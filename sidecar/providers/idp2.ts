@@ -1,4 +1,4 @@
-import type { ProviderConfig } from '../config.ts';
+import type { ProviderConfig } from '../../lib/config/frontend.ts';
 import { ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
 import { callbackCode, endpoint, exchangeCode, form, providerRequest } from './http.ts';
 import { pkceChallenge } from './idp1.ts';

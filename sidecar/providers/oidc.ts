@@ -1,6 +1,6 @@
 import * as client from 'openid-client';
-import type { ProviderConfig } from '../config.ts';
-import { isLoopbackHost } from '../config.ts';
+import type { ProviderConfig } from '../../lib/config/frontend.ts';
+import { isLoopbackHost } from '../../lib/net.ts';
 import { errorText } from '../../lib/errors.ts';
 import {
   callbackError,

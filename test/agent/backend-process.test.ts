@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, svc, tempDir } from '../serve/harness.ts';
-import { echoBackend, request } from './http.ts';
+import { echoBackend, request } from '../support/raw-http.ts';
 
 /** `svc agent backend` as the operator's share pods run it (CONTRACTS.md, "Agent backend process"). */
 let backend: Awaited<ReturnType<typeof echoBackend>>;

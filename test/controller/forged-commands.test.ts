@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { writeJsonFile, type EnrollmentFile } from '../../agent/remoting/files.ts';
+import { writeJsonFile, type EnrollmentFile } from '../../lib/remoting/files.ts';
 import {
   ENROLLMENT_HEADER,
   REMOTING_PATH,
@@ -14,8 +14,8 @@ import {
   type CommandName,
   type HelloMessage,
   type ResultMessage,
-} from '../../agent/remoting/protocol.ts';
-import { rawPublicKey, zIdOf } from '../../controller/identity.ts';
+} from '../../lib/remoting/protocol.ts';
+import { rawPublicKey, zIdOf } from '../../lib/remoting/identity.ts';
 import { newSecretToken } from '../../controller/secrets.ts';
 import { startSvc, svcCli, tempDir, type Process } from './harness.ts';
 

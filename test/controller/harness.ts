@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { OpenApi, MEDIA_TYPE } from '../../controller/openapi.ts';
+import { MEDIA_TYPE } from '../../lib/api-client.ts';
+import { OpenApi } from '../../controller/openapi.ts';
 import { ROOT, tempDir } from '../serve/harness.ts';
 
 export { tempDir };

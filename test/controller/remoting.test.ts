@@ -1,8 +1,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EnrollmentFile } from '../../agent/remoting/files.ts';
-import { echoBackend, request } from '../agent/http.ts';
+import type { EnrollmentFile } from '../../lib/remoting/files.ts';
+import { echoBackend, request } from '../support/raw-http.ts';
 import { api, startSvc, svcCli, tempDir, writeYaml, type Process } from './harness.ts';
 
 /**

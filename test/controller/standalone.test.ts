@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { echoBackend } from '../agent/http.ts';
+import { echoBackend } from '../support/raw-http.ts';
 import { api, startSvc, svcCli, tempDir, writeYaml, type Process } from './harness.ts';
 
 /**

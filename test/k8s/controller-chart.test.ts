@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MEDIA_TYPE } from '../../controller/openapi.ts';
+import { MEDIA_TYPE } from '../../lib/api-client.ts';
 import { locateHelm } from './binaries.ts';
 import {
   CHART,

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeControllerStore, RECORD_LABEL } from '../../controller/kube-store.ts';
-import { runStoreContract } from '../../controller/store-contract.ts';
+import { runStoreContract } from '../contracts/controller-store.ts';
 import { hashToken, newSecretToken } from '../../controller/secrets.ts';
 import { startControlPlane, type ControlPlane } from './envtest.ts';
 import { rawRequest } from './raw.ts';

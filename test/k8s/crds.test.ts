@@ -8,7 +8,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyCrds, readManifests } from './crds.ts';
-import { DEFAULT_CHECK_INTERVAL, SHARE_TOKEN } from '../../sidecar/config.ts';
+import { DEFAULT_CHECK_INTERVAL, SHARE_TOKEN } from '../../lib/share/spec.ts';
 import { startControlPlane, type ControlPlane } from './envtest.ts';
 import { rawRequest } from './raw.ts';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deriveToken } from '../../operator/token.ts';
+import { deriveToken } from '../../lib/token.ts';
 import type { ControlPlane } from './envtest.ts';
 import {
   api,

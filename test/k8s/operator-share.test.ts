@@ -1,6 +1,6 @@
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deriveToken } from '../../operator/token.ts';
+import { deriveToken } from '../../lib/token.ts';
 import type { ControlPlane } from './envtest.ts';
 import {
   DOMAIN,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ShareEntry } from '../../agent/agent.ts';
 import { devLogin, launchBrowser } from '../support/browser.ts';
-import { echoBackend } from '../agent/http.ts';
+import { echoBackend } from '../support/raw-http.ts';
 import { startServe, tempDir, type ServeProcess } from './harness.ts';
 
 /**

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AccessEntry, AgentStatus, ShareEntry } from '../../agent/agent.ts';
-import { echoBackend, request } from '../agent/http.ts';
+import { echoBackend, request } from '../support/raw-http.ts';
 import { startServe, svc, tempDir, type ServeProcess } from './harness.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
-import { parseFrontendConfig, type FrontendConfig } from '../../sidecar/config.ts';
+import { parseFrontendConfig, type FrontendConfig } from '../../lib/config/frontend.ts';
 import { startFrontend, type RunningFrontend } from '../../sidecar/frontend.ts';
-import { staticShares } from '../../sidecar/share-source.ts';
+import { staticShares } from '../../lib/share/source.ts';
 import { createLogger } from '../../lib/logger.ts';
 
 export const TEST_SIGNING_KEY = 'test-signing-key-0123456789abcdefghijkl';

@@ -1,5 +1,7 @@
-import { SvcError, errorText } from '../lib/errors.ts';
-import { MEDIA_TYPE } from './openapi.ts';
+import { SvcError, errorText } from './errors.ts';
+
+/** The API's media type (seed, Versioning): every request and response body is of this type. */
+export const MEDIA_TYPE = 'application/svc.v1+json';
 
 export const DEFAULT_API_ENDPOINT = 'http://127.0.0.1:18080';
 

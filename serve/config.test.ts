@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../lib/errors.ts';
-import { parseServeConfig, shareUrl } from './serve-config.ts';
+import { parseServeConfig, shareUrl } from './config.ts';
 
 const oauth = {
   bind_address: '127.0.0.1:8443',

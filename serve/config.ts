@@ -1,5 +1,5 @@
 import { ConfigReader, join, loadYamlFile } from '../lib/config-reader.ts';
-import { readOAuth, type OAuthConfig } from '../sidecar/config.ts';
+import { readOAuth, type OAuthConfig } from '../lib/config/frontend.ts';
 import { readControllerSections, type AgentControllerConfig, type ControllerSettings } from '../controller/config.ts';
 
 export interface ListenAddress {

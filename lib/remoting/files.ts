@@ -1,7 +1,7 @@
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { SvcError, errorText } from '../../lib/errors.ts';
-import { writeFileAtomic } from '../../lib/atomic-file.ts';
+import { SvcError, errorText } from '../errors.ts';
+import { writeFileAtomic } from '../atomic-file.ts';
 
 export const ENVIRONMENT_FILE = 'environment.json';
 export const ENROLLMENT_FILE = 'agent-enrollment.json';

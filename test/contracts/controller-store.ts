@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AccountRecord, ControllerStore, EnrollmentRecord, EnvironmentRecord } from './store.ts';
+import type { AccountRecord, ControllerStore, EnrollmentRecord, EnvironmentRecord } from '../../controller/store.ts';
 
 /** A store under test, and a second store opened over the same backing state (durability). */
 export interface StoreUnderTest {

@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { createInterface } from 'node:readline';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { SvcError, errorText } from '../lib/errors.ts';
+import { SvcError, errorText } from '../errors.ts';
 import type { KubeObject, KubeList, WatchEvent } from './resources.ts';
 
 /** The one field manager of every server-side apply the operator issues. */

@@ -1,4 +1,4 @@
-import type { ShareRoute } from './config.ts';
+import type { ShareRoute } from './spec.ts';
 
 /**
  * Where the frontend looks up the share behind a request's host. The sidecar reads a fixed list from

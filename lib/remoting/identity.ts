@@ -1,6 +1,6 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { SvcError, errorText } from '../lib/errors.ts';
+import { SvcError, errorText } from '../errors.ts';
 
 /** The JSON file `svc admin create identity <name>` writes (mode 0600). */
 export interface IdentityFile {

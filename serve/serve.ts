@@ -3,16 +3,16 @@ import { mkdirSync } from 'node:fs';
 import { parseBindAddress } from '../lib/config-reader.ts';
 import { SvcError, badInput } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
-import type { OAuthConfig } from '../sidecar/config.ts';
-import { Agent } from './agent.ts';
-import { formatAddress } from './backends/listener.ts';
-import { resolveDataDir, socketPath } from './data-dir.ts';
+import type { OAuthConfig } from '../lib/config/frontend.ts';
+import { Agent } from '../agent/agent.ts';
+import { formatAddress } from '../agent/backends/listener.ts';
+import { resolveDataDir, socketPath } from '../lib/data-dir.ts';
 import { DEV_PROVIDER, devOAuthConfig } from './dev.ts';
-import { FileStore } from './file-store.ts';
-import { assertNotRunning, startLocalApi } from './local-api.ts';
-import { loadServeConfig, parseServeConfig, shareUrl } from './serve-config.ts';
-import { agentExecutor } from './remoting/executor.ts';
-import { startRemoting } from './remoting/service.ts';
+import { FileStore } from '../agent/file-store.ts';
+import { assertNotRunning, startLocalApi } from '../agent/local-api.ts';
+import { loadServeConfig, parseServeConfig, shareUrl } from './config.ts';
+import { agentExecutor } from '../agent/remoting/executor.ts';
+import { startRemoting } from '../agent/remoting/service.ts';
 
 export interface ServeOptions {
   readonly config?: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../lib/errors.ts';
-import { parseFrontendConfig } from './config.ts';
+import { ConfigError } from '../errors.ts';
+import { parseFrontendConfig } from './frontend.ts';
 
 const valid = () => ({
   oauth: {

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigReader } from '../lib/config-reader.ts';
-import { readOAuth, type OAuthConfig } from '../sidecar/config.ts';
-import type { ListenAddress } from './serve-config.ts';
+import { readOAuth, type OAuthConfig } from '../lib/config/frontend.ts';
+import type { ListenAddress } from './config.ts';
 
 export const DEV_PROVIDER = 'dev';
 

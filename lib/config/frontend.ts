@@ -1,7 +1,7 @@
-import { ConfigReader, join, loadYamlFile } from '../lib/config-reader.ts';
-import { compileGlob, type EmailGlob } from '../lib/glob.ts';
-import { parseDuration } from '../lib/duration.ts';
-import { PROVIDER_DEFAULTS, type ProviderEndpoints } from './providers/defaults.ts';
+import { ConfigReader, join, loadYamlFile } from '../config-reader.ts';
+import { isLoopbackHost } from '../net.ts';
+import { SHARE_KEYS, readShareOptions, type ShareRoute } from '../share/spec.ts';
+import { PROVIDER_DEFAULTS, type ProviderEndpoints } from './provider-defaults.ts';
 
 export type ProviderType = 'idp1' | 'idp2' | 'oidc';
 export const PROVIDER_TYPES: readonly ProviderType[] = ['idp1', 'idp2', 'oidc'];
@@ -34,19 +34,6 @@ export interface OAuthConfig {
   readonly providers: readonly ProviderConfig[];
 }
 
-export interface ShareOAuth {
-  readonly provider: string;
-  readonly emailPatterns: readonly EmailGlob[];
-  readonly checkIntervalMs: number;
-}
-
-/** One share the frontend serves at `<token>.<cookie_domain>`. */
-export interface ShareRoute {
-  readonly token: string;
-  readonly target: URL;
-  readonly oauth?: ShareOAuth;
-}
-
 export interface FrontendConfig {
   readonly oauth: OAuthConfig;
   readonly shares: readonly ShareRoute[];
@@ -54,9 +41,6 @@ export interface FrontendConfig {
   readonly metricsAddress?: { host: string; port: number };
 }
 
-export const DEFAULT_CHECK_INTERVAL = '3h';
-/** A share token is the first DNS label of the share's host. */
-export const SHARE_TOKEN = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const DOMAIN = /^\.?(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
@@ -89,7 +73,6 @@ export const PROVIDER_KEYS = [
   'login_url',
   'insecure_allow_http',
 ];
-export const SHARE_KEYS = ['token', 'target', 'oauth_provider', 'oauth_email_address_patterns', 'oauth_check_interval'];
 
 /** Loads and validates a frontend config file; throws one ConfigError listing every problem. */
 export function loadFrontendConfig(path: string): FrontendConfig {
@@ -302,65 +285,6 @@ function readShares(r: ConfigReader, value: unknown, oauth: OAuthConfig | undefi
     result.push(share);
   });
   return result;
-}
-
-/**
- * Validates one share's options (token, target, OAuth). Shared by the frontend config file and the
- * agent, so a share created through the CLI is held to exactly the same rules.
- */
-export function readShareOptions(
-  r: ConfigReader,
-  o: Record<string, unknown>,
-  path: string,
-  providerNames: readonly string[] | undefined,
-): ShareRoute | undefined {
-  const before = r.problems.length;
-  const token = r.string(o, 'token', path);
-  if (token !== undefined && !SHARE_TOKEN.test(token)) {
-    r.problem(join(path, 'token'), 'must be a DNS label: lower-case letters, digits and -, at most 63 characters');
-  }
-  const target = r.url(o, 'target', path);
-  const provider = r.string(o, 'oauth_provider', path, { required: false });
-  if (provider !== undefined && providerNames && !providerNames.includes(provider)) {
-    r.problem(
-      join(path, 'oauth_provider'),
-      `unknown provider ${JSON.stringify(provider)} (configured: ${providerNames.join(', ') || 'none'})`,
-    );
-  }
-  const patternTexts = r.stringArray(o, 'oauth_email_address_patterns', path, { required: false }) ?? [];
-  const emailPatterns: EmailGlob[] = [];
-  patternTexts.forEach((text, i) => {
-    try {
-      emailPatterns.push(compileGlob(text));
-    } catch (err) {
-      r.problem(join(join(path, 'oauth_email_address_patterns'), i), (err as Error).message);
-    }
-  });
-  const intervalText = r.string(o, 'oauth_check_interval', path, { required: false });
-  const checkIntervalMs = parseDuration(intervalText ?? DEFAULT_CHECK_INTERVAL);
-  if (checkIntervalMs === undefined) {
-    r.problem(
-      join(path, 'oauth_check_interval'),
-      `must be a duration such as 30m or 3h, got ${JSON.stringify(intervalText)}`,
-    );
-  }
-  if (provider === undefined && (patternTexts.length > 0 || intervalText !== undefined)) {
-    r.problem(
-      join(path, 'oauth_provider'),
-      'required when oauth_email_address_patterns or oauth_check_interval is set',
-    );
-  }
-  if (r.problems.length > before || !token || !target || checkIntervalMs === undefined) return undefined;
-  return {
-    token,
-    target,
-    ...(provider ? { oauth: { provider, emailPatterns, checkIntervalMs } } : {}),
-  };
-}
-
-export function isLoopbackHost(hostname: string): boolean {
-  const h = hostname.replace(/^\[|\]$/g, '');
-  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
 }
 
 function hostWithin(host: string, domain: string): boolean {
