@@ -1,7 +1,6 @@
 import type { Logger } from '../lib/logger.ts';
-import { applyChild, writeStatus } from './apply.ts';
+import { applyChild } from './apply.ts';
 import type { Caches } from './caches.ts';
-import { findCondition, statusWith } from './conditions.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
 import type { EventRecorder } from './events.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
@@ -9,10 +8,11 @@ import {
   ACCESSES,
   DEPLOYMENTS,
   SERVICES,
+  objectKey,
   splitKey,
   type Access,
   type AccessStatus,
-  type Condition,
+  type Share,
 } from '../lib/kube/resources.ts';
 import {
   accessChildName,
@@ -22,6 +22,8 @@ import {
   validateAccess,
 } from './access-children.ts';
 import { deriveToken } from '../lib/token.ts';
+import { StatusReporter, createdSuffix } from './status.ts';
+import type { Change, Watches } from './watches.ts';
 
 export interface AccessReconcilerDeps {
   readonly client: KubeClient;
@@ -38,10 +40,19 @@ export interface AccessReconcilerDeps {
  */
 export class AccessReconciler implements Reconciler {
   readonly kind = 'Access';
+  readonly watches: Watches;
   private readonly deps: AccessReconcilerDeps;
+  private readonly report: StatusReporter<Access, Pick<AccessStatus, 'frontendToken' | 'endpoint'>>;
 
   constructor(deps: AccessReconcilerDeps) {
     this.deps = deps;
+    this.report = new StatusReporter(deps, ACCESSES, 'access');
+    const { accesses, shares, deployments, services } = deps.caches;
+    this.watches = {
+      for: accesses,
+      owns: { ownerKind: ACCESSES.kind, sources: [deployments, services] },
+      watches: [{ source: shares, map: (change) => this.accessesOf(change) }],
+    };
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
@@ -51,19 +62,22 @@ export class AccessReconciler implements Reconciler {
     if (!access || access.metadata.deletionTimestamp) return { result: 'success' };
 
     const validation = validateAccess(access);
-    if (!validation.ok) return await this.notReady(access, 'InvalidSpec', validation.problems.join('; '), 'invalid');
+    if (!validation.ok)
+      return await this.report.notReady(access, {}, 'InvalidSpec', validation.problems.join('; '), 'invalid');
     const valid = validation.access;
     const share = findShare(caches.shares.list(), namespace, valid.shareToken);
     if (!share)
-      return await this.notReady(
+      return await this.report.notReady(
         access,
+        {},
         'ShareNotFound',
         `no Share with token ${valid.shareToken} in namespace ${namespace}`,
         'waiting',
       );
     if ((share.spec?.shareMode ?? 'public') !== 'private') {
-      return await this.notReady(
+      return await this.report.notReady(
         access,
+        {},
         'ShareNotPrivate',
         `Share ${share.metadata.name} (token ${valid.shareToken}) is public; an Access reaches private shares only`,
         'waiting',
@@ -80,53 +94,37 @@ export class AccessReconciler implements Reconciler {
     if (deployment === 'created') created.push(`Deployment ${childName}`);
     if (service === 'created') created.push(`Service ${childName}`);
 
-    const wasReady = findCondition(access.status?.conditions, 'Ready')?.status === 'True';
     const endpoint = accessEndpoint(valid);
-    const status = this.status(
+    const { wasReady } = await this.report.ready(
       access,
       { frontendToken: deriveToken(access.metadata.uid ?? ''), endpoint },
-      {
-        type: 'Ready',
-        status: 'True',
-        reason: 'ChildrenApplied',
-        message: `Deployment and Service applied; forwarding to Share ${share.metadata.name}`,
-      },
+      [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'ChildrenApplied',
+          message: `Deployment and Service applied; forwarding to Share ${share.metadata.name}`,
+        },
+      ],
     );
-    await writeStatus(client, ACCESSES, access, access.status, status as Record<string, unknown>);
     if (!wasReady)
-      this.deps.events.record(
-        access,
-        'Normal',
-        'Ready',
-        `access ready at ${endpoint}${created.length ? `; created ${created.join(', ')}` : ''}`,
-      );
+      this.deps.events.record(access, 'Normal', 'Ready', `access ready at ${endpoint}${createdSuffix(created)}`);
     return { result: 'success' };
   }
 
-  private async notReady(
-    access: Access,
-    reason: string,
-    message: string,
-    result: 'invalid' | 'waiting',
-  ): Promise<ReconcileResult> {
-    const previous = findCondition(access.status?.conditions, 'Ready');
-    const status = this.status(access, {}, { type: 'Ready', status: 'False', reason, message });
-    await writeStatus(this.deps.client, ACCESSES, access, access.status, status as Record<string, unknown>);
-    if (previous?.reason !== reason || previous.message !== message || previous.status !== 'False') {
-      this.deps.events.record(access, 'Warning', reason, message);
-      this.deps.logger.info(
-        { access: `${access.metadata.namespace}/${access.metadata.name}`, reason },
-        'access not ready',
-      );
+  /**
+   * The Accesses in a Share's namespace, when the Share appears, goes, or changes what an Access
+   * finds by (its token, whether it is private): one of them may have been waiting for it.
+   */
+  private accessesOf(change: Change<Share>): string[] {
+    if (change.type === 'updated') {
+      const { old, object: s } = change;
+      if (old.status?.token === s.status?.token && old.spec?.shareMode === s.spec?.shareMode) return [];
     }
-    return { result };
-  }
-
-  private status(
-    access: Access,
-    fields: Pick<AccessStatus, 'frontendToken' | 'endpoint'>,
-    ready: Omit<Condition, 'lastTransitionTime'>,
-  ): AccessStatus {
-    return statusWith(access, fields, [ready]);
+    const namespace = change.object.metadata.namespace;
+    return this.deps.caches.accesses
+      .list()
+      .filter((a) => a.metadata.namespace === namespace)
+      .map(objectKey);
   }
 }

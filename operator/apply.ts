@@ -37,7 +37,7 @@ export async function writeStatus(
   resource: Resource,
   obj: KubeObject,
   current: unknown,
-  status: Record<string, unknown>,
+  status: object,
 ): Promise<boolean> {
   if (jsonEqual(current ?? {}, status)) return false;
   await client.apply(objectPath(resource, obj, 'status'), {

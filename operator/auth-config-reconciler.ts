@@ -1,15 +1,26 @@
 import { stringify as toYaml } from 'yaml';
 import type { Logger } from '../lib/logger.ts';
-import type { Caches, InstallationView } from './caches.ts';
+import type { Caches } from './caches.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
 import type { Installation } from './installation.ts';
+import type { InstallationView } from './installation-state.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { FRONTEND_CONFIG_FILE, FRONTEND_METRICS_PORT, FRONTEND_PORT } from './pod.ts';
-import { MANAGED_BY, MANAGED_BY_LABEL, SECRETS, resourcePath, type KubeObject } from '../lib/kube/resources.ts';
+import {
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  SECRETS,
+  resourcePath,
+  type KubeObject,
+  type Share,
+} from '../lib/kube/resources.ts';
 import { childName, shareEntry, validateShare, type ValidShare } from './share-children.ts';
+import type { Change, Watches } from './watches.ts';
 
 /** The single work-queue key of the auth-endpoint config. */
 export const AUTH_CONFIG_KEY = '/auth-frontend';
+/** OAuth share changes reach the auth config at most twice a second: a burst of new shares is one apply. */
+const SHARE_BURST_MS = 500;
 
 /**
  * The config of the installation's auth endpoint (`<release>-auth` Deployment running `svc
@@ -41,11 +52,22 @@ export interface AuthConfigReconcilerDeps {
 /** Keeps the auth-endpoint config Secret listing every OAuth share; applies only on change. */
 export class AuthConfigReconciler implements Reconciler {
   readonly kind = 'AuthConfig';
+  /** One key: one apply at a time. */
+  readonly concurrency = 1;
+  readonly watches: Watches;
   private readonly deps: AuthConfigReconcilerDeps;
   private lastApplied: string | undefined;
 
   constructor(deps: AuthConfigReconcilerDeps) {
     this.deps = deps;
+    const only = [AUTH_CONFIG_KEY];
+    this.watches = {
+      keys: only,
+      watches: [
+        { source: deps.caches.shares, map: (change) => (involvesOAuth(change) ? only : []), delayMs: SHARE_BURST_MS },
+        { source: deps.caches.frontendSecret, map: () => only },
+      ],
+    };
   }
 
   /** Forget what was applied (on gaining leadership: another replica may have written since). */
@@ -89,4 +111,9 @@ export class AuthConfigReconciler implements Reconciler {
     );
     return { result: 'success' };
   }
+}
+
+/** Whether a Share change can change the auth config: the Share is (or was) an OAuth share. */
+function involvesOAuth(change: Change<Share>): boolean {
+  return Boolean(change.object.spec?.oauth || (change.type === 'updated' && change.old.spec?.oauth));
 }

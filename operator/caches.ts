@@ -1,24 +1,83 @@
-import type { Informer } from './informer.ts';
-import type { InstallationResult } from './installation.ts';
-import type { Access, KubeObject, Share } from '../lib/kube/resources.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { BackoffPolicy } from './backoff.ts';
+import { Informer, apiSource } from './informer.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
+import type { OperatorMetrics } from './metrics.ts';
+import type { AgentEnrollment } from './enrollment-children.ts';
+import {
+  ACCESSES,
+  AGENT_ENROLLMENTS,
+  DEPLOYMENTS,
+  INGRESSES,
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  SECRETS,
+  SERVICES,
+  SHARES,
+  resourcePath,
+  type Access,
+  type KubeObject,
+  type Resource,
+  type Share,
+} from '../lib/kube/resources.ts';
 
 /** The informer caches the reconcilers read (level-based: they never act on watch event types). */
 export interface Caches {
   readonly shares: Informer<Share>;
   readonly accesses: Informer<Access>;
+  readonly enrollments: Informer<AgentEnrollment>;
+  /** Children: only objects labelled as managed by the operator. */
   readonly deployments: Informer;
   readonly services: Informer;
   readonly ingresses: Informer;
   readonly secrets: Informer;
+  /** The installation's frontend Secret (one object, possibly in another namespace). */
+  readonly frontendSecret: Informer;
 }
 
-/** What every reconciler needs besides the caches. */
-export interface InstallationView {
-  /** The parsed installation frontend Secret; undefined until it was read. */
-  current(): InstallationResult | undefined;
+export interface CacheOptions {
+  readonly client: KubeClient;
+  readonly logger: Logger;
+  readonly metrics: OperatorMetrics;
+  /** The watched namespace; undefined watches all. */
+  readonly namespace: string | undefined;
+  readonly frontendSecret: { readonly namespace: string; readonly name: string };
+  readonly watchBackoff?: BackoffPolicy;
 }
 
-export function ownedBy(obj: KubeObject, kind: string): string | undefined {
-  const ref = obj.metadata.ownerReferences?.find((r) => r.controller && r.kind === kind);
-  return ref ? `${obj.metadata.namespace ?? ''}/${ref.name}` : undefined;
+/** One informer per kind the operator reads; none started yet. */
+export function createCaches(options: CacheOptions): Caches {
+  const { client, logger, metrics } = options;
+  const informer = <T extends KubeObject>(
+    resource: Resource,
+    selectors: { labelSelector?: string; fieldSelector?: string } = {},
+    namespace = options.namespace,
+  ): Informer<T> =>
+    new Informer<T>({
+      name: resource.plural,
+      source: apiSource(client, resourcePath(resource, namespace)),
+      logger,
+      ...selectors,
+      ...(options.watchBackoff ? { backoff: options.watchBackoff } : {}),
+      onRestart: (reason) => metrics.watchRestarts.inc({ resource: resource.plural, reason }),
+    });
+  const managed = { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` };
+  return {
+    shares: informer<Share>(SHARES),
+    accesses: informer<Access>(ACCESSES),
+    enrollments: informer<AgentEnrollment>(AGENT_ENROLLMENTS),
+    deployments: informer(DEPLOYMENTS, managed),
+    services: informer(SERVICES, managed),
+    ingresses: informer(INGRESSES, managed),
+    secrets: informer(SECRETS, managed),
+    frontendSecret: informer(
+      SECRETS,
+      { fieldSelector: `metadata.name=${options.frontendSecret.name}` },
+      options.frontendSecret.namespace,
+    ),
+  };
+}
+
+export function allInformers(caches: Caches): Informer[] {
+  return Object.values(caches) as Informer[];
 }

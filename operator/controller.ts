@@ -2,6 +2,7 @@ import type { Logger } from '../lib/logger.ts';
 import { errorText } from '../lib/errors.ts';
 import type { BackoffPolicy } from './backoff.ts';
 import type { OperatorMetrics } from './metrics.ts';
+import type { Watches } from './watches.ts';
 import { WorkQueue } from './workqueue.ts';
 
 /** success: converged; invalid: terminal spec error reported in status (no retry); waiting: blocked on something whose watch will wake us. */
@@ -9,6 +10,12 @@ export type ReconcileResult = { result: 'success' | 'invalid' | 'waiting'; reque
 
 export interface Reconciler {
   readonly kind: string;
+  /** The watches that wake this reconciler (operator/watches.ts); the operator wires them. */
+  readonly watches: Watches;
+  /** At most this many reconciles at once (a singleton reconciler says 1); default the operator's concurrency. */
+  readonly concurrency?: number;
+  /** Called when this replica starts leading: forget anything remembered while another replica led. */
+  reset?(): void;
   /** Level-based: looks at the current state of `key` (namespace/name) and converges it. Throws only retryable errors. */
   reconcile(key: string): Promise<ReconcileResult>;
 }
@@ -16,6 +23,7 @@ export interface Reconciler {
 /** A reconciler with its work queue: counts and times every reconcile, logs retries. */
 export class Controller {
   readonly kind: string;
+  readonly reconciler: Reconciler;
   readonly queue: WorkQueue;
   private readonly metrics: OperatorMetrics;
 
@@ -25,6 +33,7 @@ export class Controller {
   ) {
     const { metrics, logger } = options;
     this.metrics = metrics;
+    this.reconciler = reconciler;
     this.kind = reconciler.kind;
     const kind = reconciler.kind;
     this.queue = new WorkQueue({
@@ -54,5 +63,9 @@ export class Controller {
   add(key: string): void {
     this.queue.add(key);
     this.metrics.queueDepth.set({ kind: this.kind }, this.queue.depth);
+  }
+
+  addAfter(key: string, delayMs: number): void {
+    this.queue.addAfter(key, delayMs);
   }
 }

@@ -3,9 +3,8 @@ import type { EnrollmentFile } from '../lib/remoting/files.ts';
 import { callApi } from '../lib/api-client.ts';
 import { SvcError, errorText } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
-import { applyChild, writeStatus } from './apply.ts';
+import { applyChild } from './apply.ts';
 import type { Caches } from './caches.ts';
-import { findCondition, statusWith } from './conditions.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
 import {
   ROLES,
@@ -25,7 +24,6 @@ import {
   type ValidEnrollment,
 } from './enrollment-children.ts';
 import type { EventRecorder } from './events.ts';
-import type { Informer } from './informer.ts';
 import { isNotFound, type KubeClient } from '../lib/kube/client.ts';
 import {
   AGENT_ENROLLMENTS,
@@ -34,13 +32,13 @@ import {
   objectPath,
   resourcePath,
   splitKey,
-  type Condition,
   type KubeObject,
 } from '../lib/kube/resources.ts';
+import { StatusReporter, deploymentAvailable } from './status.ts';
+import type { Watches } from './watches.ts';
 
 export interface EnrollmentReconcilerDeps {
   readonly client: KubeClient;
-  readonly enrollments: Informer<AgentEnrollment>;
   readonly caches: Caches;
   readonly events: EventRecorder;
   readonly logger: Logger;
@@ -71,17 +69,25 @@ const VERIFY_MS = 5 * 60_000;
  */
 export class EnrollmentReconciler implements Reconciler {
   readonly kind = 'AgentEnrollment';
+  readonly watches: Watches;
   private readonly deps: EnrollmentReconcilerDeps;
   private readonly api: typeof callApi;
+  private readonly report: StatusReporter<AgentEnrollment, Pick<AgentEnrollmentStatus, 'envZId' | 'enrolled'>>;
 
   constructor(deps: EnrollmentReconcilerDeps) {
     this.deps = deps;
     this.api = deps.callApi ?? callApi;
+    this.report = new StatusReporter(deps, AGENT_ENROLLMENTS, 'enrollment');
+    const { enrollments, deployments, secrets } = deps.caches;
+    this.watches = {
+      for: enrollments,
+      owns: { ownerKind: AGENT_ENROLLMENTS.kind, sources: [deployments, secrets] },
+    };
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
     const { namespace, name } = splitKey(key);
-    const e = this.deps.enrollments.get(namespace, name);
+    const e = this.deps.caches.enrollments.get(namespace, name);
     if (!e) return { result: 'success' };
     if (e.metadata.deletionTimestamp) return await this.finalize(e);
 
@@ -90,12 +96,8 @@ export class EnrollmentReconciler implements Reconciler {
       return await this.notReady(e, 'InvalidSpec', validation.problems.join('; '), 'invalid', undefined);
     }
     const spec = validation.value;
-    if (!(e.metadata as { finalizers?: string[] }).finalizers?.includes(UNENROLL_FINALIZER)) {
-      await this.setFinalizers(e, [
-        ...((e.metadata as { finalizers?: string[] }).finalizers ?? []),
-        UNENROLL_FINALIZER,
-      ]);
-    }
+    const finalizers = e.metadata.finalizers ?? [];
+    if (!finalizers.includes(UNENROLL_FINALIZER)) await this.setFinalizers(e, [...finalizers, UNENROLL_FINALIZER]);
 
     let state = await this.readState(e);
     const standing =
@@ -156,13 +158,11 @@ export class EnrollmentReconciler implements Reconciler {
       reason: 'Enrolled',
       message: `enrolled with ${spec.controllerUrl} as environment ${state.envZId}; environment agent ${enrollmentChildName(name)} applied`,
     } as const;
-    await writeStatus(
-      this.deps.client,
-      AGENT_ENROLLMENTS,
-      e,
-      e.status,
-      this.status(e, { envZId: state.envZId, enrolled: true }, [ready, this.available(e)]) as Record<string, unknown>,
-    );
+    const deployment = this.deps.caches.deployments.get(e.metadata.namespace ?? '', enrollmentChildName(name));
+    await this.report.ready(e, { envZId: state.envZId, enrolled: true }, [
+      ready,
+      deploymentAvailable(deployment, 'environment agent Deployment'),
+    ]);
     return { result: 'success', requeueAfterMs: VERIFY_MS };
   }
 
@@ -242,7 +242,7 @@ export class EnrollmentReconciler implements Reconciler {
 
   /** Deletion: unenroll and disable the environment at the controller, then drop the finalizer. */
   private async finalize(e: AgentEnrollment): Promise<ReconcileResult> {
-    const finalizers = (e.metadata as { finalizers?: string[] }).finalizers ?? [];
+    const finalizers = e.metadata.finalizers ?? [];
     if (!finalizers.includes(UNENROLL_FINALIZER)) return { result: 'success' };
     const state = await this.readState(e);
     const validation = validateEnrollment(e);
@@ -359,7 +359,8 @@ export class EnrollmentReconciler implements Reconciler {
     });
   }
 
-  private async notReady(
+  /** Ready=False, keeping what is known of the enrollment (envZId, whether an enrollment file exists). */
+  private notReady(
     e: AgentEnrollment,
     reason: string,
     message: string,
@@ -367,46 +368,7 @@ export class EnrollmentReconciler implements Reconciler {
     state: EnrollmentState | undefined,
     requeueAfterMs?: number,
   ): Promise<ReconcileResult> {
-    const previous = findCondition(e.status?.conditions, 'Ready');
-    const status = this.status(
-      e,
-      { ...(state?.envZId ? { envZId: state.envZId } : {}), enrolled: Boolean(state?.enrollment) },
-      [{ type: 'Ready', status: 'False', reason, message }],
-    );
-    await writeStatus(this.deps.client, AGENT_ENROLLMENTS, e, e.status, status as Record<string, unknown>);
-    if (previous?.reason !== reason || previous.message !== message || previous.status !== 'False') {
-      this.deps.events.record(e, 'Warning', reason, message);
-      this.deps.logger.info(
-        { enrollment: `${e.metadata.namespace}/${e.metadata.name}`, reason },
-        'enrollment not ready',
-      );
-    }
-    return { result, ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}) };
-  }
-
-  private status(
-    e: AgentEnrollment,
-    fields: Pick<AgentEnrollmentStatus, 'envZId' | 'enrolled'>,
-    conditions: Omit<Condition, 'lastTransitionTime'>[],
-  ): AgentEnrollmentStatus {
-    return statusWith(e, fields, conditions);
-  }
-
-  /** `Available` mirrors the environment agent Deployment's own condition. */
-  private available(e: AgentEnrollment): Omit<Condition, 'lastTransitionTime'> {
-    const deployment = this.deps.caches.deployments.get(
-      e.metadata.namespace ?? '',
-      enrollmentChildName(e.metadata.name),
-    ) as { status?: { conditions?: Condition[] } } | undefined;
-    const c = deployment?.status?.conditions?.find((d) => d.type === 'Available');
-    if (!c) {
-      return {
-        type: 'Available',
-        status: 'Unknown',
-        reason: 'Pending',
-        message: 'the environment agent Deployment has not reported availability yet',
-      };
-    }
-    return { type: 'Available', status: c.status, reason: c.reason || 'Deployment', message: c.message || '' };
+    const fields = { ...(state?.envZId ? { envZId: state.envZId } : {}), enrolled: Boolean(state?.enrollment) };
+    return this.report.notReady(e, fields, reason, message, result, requeueAfterMs);
   }
 }

@@ -1,11 +1,11 @@
 import type { ShareIngressOptions } from './options.ts';
 import type { Logger } from '../lib/logger.ts';
-import { applyChild, deleteChild, writeStatus, type ApplyOutcome } from './apply.ts';
-import type { Caches, InstallationView } from './caches.ts';
-import { findCondition, statusWith } from './conditions.ts';
+import { applyChild, deleteChild, type ApplyOutcome } from './apply.ts';
+import type { Caches } from './caches.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
 import type { EventRecorder } from './events.ts';
 import { frontendEndpoint } from './installation.ts';
+import type { InstallationView } from './installation-state.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import {
   DEPLOYMENTS,
@@ -13,14 +13,16 @@ import {
   SECRETS,
   SERVICES,
   SHARES,
+  objectKey,
   splitKey,
-  type Condition,
   type KubeObject,
   type Resource,
   type Share,
   type ShareStatus,
 } from '../lib/kube/resources.ts';
 import { childName, desiredShareChildren, frontendSecretName, validateShare } from './share-children.ts';
+import { StatusReporter, createdSuffix, deploymentAvailable } from './status.ts';
+import type { Change, Watches } from './watches.ts';
 
 export interface ShareReconcilerDeps {
   readonly client: KubeClient;
@@ -41,10 +43,24 @@ export interface ShareReconcilerDeps {
  */
 export class ShareReconciler implements Reconciler {
   readonly kind = 'Share';
+  readonly watches: Watches;
   private readonly deps: ShareReconcilerDeps;
+  private readonly report: StatusReporter<Share, Pick<ShareStatus, 'token' | 'frontendEndpoints'>>;
 
   constructor(deps: ShareReconcilerDeps) {
     this.deps = deps;
+    this.report = new StatusReporter(deps, SHARES, 'share');
+    const { shares, deployments, services, ingresses, secrets, frontendSecret } = deps.caches;
+    this.watches = {
+      for: shares,
+      owns: { ownerKind: SHARES.kind, sources: [deployments, services, ingresses, secrets] },
+      watches: [
+        // A deleted Share frees its token: a Share refused it (TokenConflict) may take it now.
+        { source: shares, map: (change) => this.sharingToken(change) },
+        // New installation settings (OAuth providers, endpoint_url) change every Share's children.
+        { source: frontendSecret, map: () => shares.list().map(objectKey) },
+      ],
+    };
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
@@ -113,67 +129,39 @@ export class ShareReconciler implements Reconciler {
       reason: 'ChildrenApplied',
       message: `${parts.join(', ')} applied`,
     } as const;
-    const wasReady = findCondition(share.status?.conditions, 'Ready')?.status === 'True';
-    const status = this.status(share, { token: valid.token, frontendEndpoints: endpoints }, [
+    const { wasReady } = await this.report.ready(share, { token: valid.token, frontendEndpoints: endpoints }, [
       ready,
-      this.available(namespace, name),
+      deploymentAvailable(this.live(DEPLOYMENTS, namespace, childName(name)), 'Deployment'),
     ]);
-    await writeStatus(client, SHARES, share, share.status, status as Record<string, unknown>);
     if (!wasReady) {
       const url = endpoints[0] ? ` at ${endpoints[0]}` : '';
-      this.deps.events.record(
-        share,
-        'Normal',
-        'Ready',
-        `share ${valid.token} is ready${url}${created.length ? `; created ${created.join(', ')}` : ''}`,
-      );
+      this.deps.events.record(share, 'Normal', 'Ready', `share ${valid.token} is ready${url}${createdSuffix(created)}`);
     } else if (created.length > 0) {
       this.deps.events.record(share, 'Normal', 'Created', `created ${created.join(', ')}`);
     }
     return { result: 'success' };
   }
 
-  /** Ready=False with a reason; a Warning Event only when the reason or message changes (no storm). */
-  private async notReady(
+  /** Ready=False; the token stays in status unless the spec is invalid (it may be the wrong one). */
+  private notReady(
     share: Share,
     reason: string,
     message: string,
     result: 'invalid' | 'waiting',
   ): Promise<ReconcileResult> {
-    const previous = findCondition(share.status?.conditions, 'Ready');
     const token = reason === 'InvalidSpec' ? undefined : share.status?.token;
-    const status = this.status(share, { ...(token ? { token } : {}), frontendEndpoints: [] }, [
-      { type: 'Ready', status: 'False', reason, message },
-    ]);
-    await writeStatus(this.deps.client, SHARES, share, share.status, status as Record<string, unknown>);
-    if (previous?.reason !== reason || previous.message !== message || previous.status !== 'False') {
-      this.deps.events.record(share, 'Warning', reason, message);
-      this.deps.logger.info({ share: `${share.metadata.namespace}/${share.metadata.name}`, reason }, 'share not ready');
-    }
-    return { result };
+    return this.report.notReady(share, { ...(token ? { token } : {}), frontendEndpoints: [] }, reason, message, result);
   }
 
-  private status(
-    share: Share,
-    fields: Pick<ShareStatus, 'token' | 'frontendEndpoints'>,
-    conditions: Omit<Condition, 'lastTransitionTime'>[],
-  ): ShareStatus {
-    return statusWith(share, fields, conditions);
-  }
-
-  /** `Available` mirrors the Deployment's own condition (Unknown until its controller reports). */
-  private available(namespace: string, name: string): Omit<Condition, 'lastTransitionTime'> {
-    const deployment = this.live(DEPLOYMENTS, namespace, childName(name)) as
-      { status?: { conditions?: Condition[] } } | undefined;
-    const c = deployment?.status?.conditions?.find((d) => d.type === 'Available');
-    if (!c)
-      return {
-        type: 'Available',
-        status: 'Unknown',
-        reason: 'Pending',
-        message: 'the Deployment has not reported availability yet',
-      };
-    return { type: 'Available', status: c.status, reason: c.reason || 'Deployment', message: c.message || '' };
+  /** On deletion: the other Shares with the deleted one's token. */
+  private sharingToken(change: Change<Share>): string[] {
+    if (change.type !== 'deleted') return [];
+    const token = change.object.status?.token ?? change.object.spec?.token;
+    if (!token) return [];
+    return this.deps.caches.shares
+      .list()
+      .filter((other) => (other.spec?.token ?? other.status?.token) === token)
+      .map(objectKey);
   }
 
   /** Another Share created earlier that holds the same token (tokens are host names: unique). */

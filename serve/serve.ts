@@ -5,7 +5,7 @@ import { SvcError, badInput } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import type { OAuthConfig } from '../lib/config/frontend.ts';
 import { Agent } from '../agent/agent.ts';
-import { formatAddress } from '../agent/backends/listener.ts';
+import { formatAddress } from '../lib/listen.ts';
 import { resolveDataDir, socketPath } from '../lib/data-dir.ts';
 import { DEV_PROVIDER, devOAuthConfig } from './dev.ts';
 import { FileStore } from '../agent/file-store.ts';

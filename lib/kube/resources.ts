@@ -14,6 +14,7 @@ export interface ObjectMeta {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   ownerReferences?: OwnerReference[];
+  finalizers?: string[];
 }
 
 export interface OwnerReference {
