@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { startHealthServer } from '../lib/health.ts';
 import { parseBindAddress } from '../lib/config-reader.ts';
 import type { Command } from 'commander';
 import type { EnrollmentFile } from '../lib/remoting/files.ts';
@@ -59,10 +58,16 @@ async function runEnvironmentAgent(opts: EnvironmentAgentOptions): Promise<void>
   });
   logger.info({ namespace: opts.namespace, envZId: enrollment.envZId }, 'environment agent starting');
   remoting.start();
-  const health = healthAddress ? await serveHealth(healthAddress, () => remoting.connected) : undefined;
-  if (health) logger.info({ healthPort: (health.address() as AddressInfo).port }, 'health endpoints listening');
+  // `/readyz`: the remoting connection is up (the kubelet's readiness probe).
+  const health = healthAddress
+    ? await startHealthServer(healthAddress, {
+        ready: () =>
+          remoting.connected ? { ok: true, detail: 'ok' } : { ok: false, detail: 'not connected to the controller' },
+      })
+    : undefined;
+  if (health) logger.info({ healthPort: health.port }, 'health endpoints listening');
   await untilSignal();
-  health?.close();
+  await health?.close();
   await remoting.close();
   client.close();
 }
@@ -92,19 +97,4 @@ export function readEnrollmentFile(path: string): EnrollmentFile {
     throw badInput(`--enrollment-file: ${path} is not an agent enrollment (version 1)`);
   }
   return doc as EnrollmentFile;
-}
-
-/** `/healthz`: the process runs; `/readyz`: the remoting connection is up (kubelet probes). */
-function serveHealth(address: { host: string; port: number }, ready: () => boolean): Promise<Server> {
-  const server = createServer((req, res) => {
-    const path = (req.url ?? '').split('?')[0];
-    const ok = path === '/healthz' || (path === '/readyz' && ready());
-    const status = path === '/healthz' || path === '/readyz' ? (ok ? 200 : 503) : 404;
-    res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
-    res.end(status === 200 ? 'ok\n' : status === 503 ? 'not connected to the controller\n' : 'not found\n');
-  });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(address.port, address.host, () => resolve(server));
-  });
 }

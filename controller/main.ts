@@ -1,9 +1,9 @@
 import { untilSignal } from '../lib/signals.ts';
-import type { AddressInfo } from 'node:net';
 import { resolveDataDir } from '../lib/data-dir.ts';
 import { ConfigReader, parseBindAddress } from '../lib/config-reader.ts';
-import { SvcError, badInput } from '../lib/errors.ts';
+import { badInput } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
+import { closeServer, formatAddress, listen, portOf } from '../lib/listen.ts';
 import { operations } from './api.ts';
 import {
   loadControllerConfig,
@@ -56,21 +56,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
     maxBodyBytes: settings.maxBodyBytes,
     ...(hub ? { hub } : {}),
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(
-        new SvcError(
-          'bind_failed',
-          `controller: cannot listen on ${settings.listen.host}:${settings.listen.port}: ${err.message}`,
-          { cause: err },
-        ),
-      ),
-    );
-    server.listen(settings.listen.port, settings.listen.host, () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
-  const host = settings.listen.host.includes(':') ? `[${settings.listen.host}]` : settings.listen.host;
-  const apiUrl = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}${API_PREFIX}`;
+  await listen(server, settings.listen, 'controller');
+  const port = portOf(server);
+  const host = settings.listen.host === '0.0.0.0' ? '127.0.0.1' : settings.listen.host;
+  const apiUrl = `http://${formatAddress({ host, port })}${API_PREFIX}`;
   if (options.agentController) {
     logger.info({ zId: options.agentController.zId, apiUrl }, 'controller ready; agent remoting enabled');
   } else {
@@ -81,10 +70,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     apiUrl,
     close: async () => {
       hub?.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await closeServer(server);
       await store.close();
     },
   };

@@ -1,6 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { REMOTING_PATH } from '../lib/remoting/protocol.ts';
 import { errorText } from '../lib/errors.ts';
+import { answerHealth } from '../lib/health.ts';
 import type { Logger } from '../lib/logger.ts';
 import { notConfigured, type Body, type Operation } from './api.ts';
 import { apiError, errorBody } from './errors.ts';
@@ -69,11 +70,7 @@ export function createApiServer(options: ApiServerOptions): http.Server {
       res.end(req.method === 'HEAD' ? undefined : openapiJson);
       return;
     }
-    if (path === '/healthz' && req.method === 'GET') {
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      res.end('ok\n');
-      return;
-    }
+    if (answerHealth(req, res, {})) return;
     const operation = path.startsWith(API_PREFIX) ? options.operations.get(path.slice(API_PREFIX.length)) : undefined;
     if (!operation) throw apiError('not_found', `no API operation at ${path}`);
     if (req.method !== 'POST') {

@@ -1,0 +1,83 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { errorText } from '../lib/errors.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { ShareRoute } from '../lib/share/spec.ts';
+import type { Authenticator } from './auth.ts';
+import type { FrontendMetrics } from './metrics.ts';
+import { sendPage } from './pages.ts';
+import { prepareBackendHeaders, type ShareProxy } from './proxy.ts';
+
+export interface ShareHandlerDeps {
+  /** Absent when the frontend has no identity providers: OAuth shares are then refused. */
+  readonly auth: Authenticator | undefined;
+  readonly cookieName: string | undefined;
+  readonly endpointUrl: URL;
+  readonly proxy: ShareProxy;
+  readonly metrics: FrontendMetrics;
+  readonly log: Logger;
+}
+
+/**
+ * A request on a share host: the login when the share asks for one (seed: "OAuth"), then the
+ * backend. Every path on a share host belongs to the backend, `/healthz` included.
+ */
+export async function serveShare(
+  deps: ShareHandlerDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  share: ShareRoute,
+): Promise<void> {
+  const { auth, cookieName, endpointUrl, proxy, metrics, log } = deps;
+  let setCookie: string | undefined;
+  if (share.oauth) {
+    if (!auth) {
+      metrics.request('refused');
+      sendPage(
+        res,
+        500,
+        'Share misconfigured',
+        'This share requires a login, but the frontend has no identity providers configured.',
+      );
+      return;
+    }
+    const decision = await auth.authorize(req, res, { ...share, oauth: share.oauth });
+    if (decision === 'handled') return;
+    prepareBackendHeaders(req, cookieName, decision.session, endpointUrl);
+    setCookie = decision.setCookie;
+  } else {
+    prepareBackendHeaders(req, cookieName, undefined, endpointUrl);
+  }
+  if (setCookie) proxy.addSetCookie(req, setCookie);
+  metrics.request('proxied');
+  proxy.web(req, res, share.target, (err) => {
+    metrics.request('upstream_error');
+    log.warn({ share: share.token, err: errorText(err) }, 'backend unreachable');
+    sendPage(res, 502, 'Backend unreachable', 'The service behind this share is not answering. Try again later.');
+  });
+}
+
+/**
+ * A WebSocket upgrade on a share host: only with a valid session when the share asks for a login
+ * (no redirect is possible mid-handshake, so no session is a plain 401).
+ */
+export function upgradeShare(
+  deps: ShareHandlerDeps,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  share: ShareRoute | undefined,
+): void {
+  if (!share) return rejectUpgrade(socket, 404);
+  const session = share.oauth ? deps.auth?.sessionForUpgrade(req, share) : undefined;
+  if (share.oauth && !session) return rejectUpgrade(socket, 401);
+  prepareBackendHeaders(req, deps.cookieName, session, deps.endpointUrl);
+  deps.metrics.request('proxied');
+  deps.proxy.ws(req, socket, head, share.target);
+}
+
+export function rejectUpgrade(socket: Duplex, status: 400 | 401 | 404): void {
+  const text = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found' }[status];
+  if (socket.writable) socket.end(`HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+  else socket.destroy();
+}
