@@ -21,15 +21,14 @@ type WithStatus = KubeObject & { status?: { conditions?: Condition[] } };
  * failing the same way does not flood `kubectl describe`.
  */
 export class StatusReporter<T extends WithStatus, F extends object> {
-  private readonly deps: StatusReporterDeps;
-  private readonly resource: Resource;
-  /** The log field and word for the kind: `share`, `access`, `enrollment`. */
-  private readonly noun: string;
+  private readonly deps: StatusReporterDeps & {
+    readonly resource: Resource;
+    /** The log field and word for the kind: `share`, `access`, `enrollment`. */
+    readonly noun: string;
+  };
 
   constructor(deps: StatusReporterDeps, resource: Resource, noun: string) {
-    this.deps = deps;
-    this.resource = resource;
-    this.noun = noun;
+    this.deps = { client: deps.client, events: deps.events, logger: deps.logger, resource, noun };
   }
 
   /** Ready=False with `reason`; the result and any requeue go back to the controller. */
@@ -45,7 +44,8 @@ export class StatusReporter<T extends WithStatus, F extends object> {
     await this.write(obj, fields, [{ type: 'Ready', status: 'False', reason, message }]);
     if (previous?.reason !== reason || previous.message !== message || previous.status !== 'False') {
       this.deps.events.record(obj, 'Warning', reason, message);
-      this.deps.logger.info({ [this.noun]: objectKey(obj), reason }, `${this.noun} not ready`);
+      const { noun } = this.deps;
+      this.deps.logger.info({ [noun]: objectKey(obj), reason }, `${noun} not ready`);
     }
     return { result, ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}) };
   }
@@ -58,7 +58,7 @@ export class StatusReporter<T extends WithStatus, F extends object> {
   }
 
   private async write(obj: T, fields: F, conditions: readonly ConditionInput[]): Promise<void> {
-    await writeStatus(this.deps.client, this.resource, obj, obj.status, statusWith(obj, fields, conditions));
+    await writeStatus(this.deps.client, this.deps.resource, obj, obj.status, statusWith(obj, fields, conditions));
   }
 }
 
