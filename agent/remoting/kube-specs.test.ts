@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { deriveToken } from '../../lib/token.ts';
-import { accessEntry, accessSpecFromArgs, shareEntry, shareSpecFromArgs } from './kube-executor.ts';
+import { accessSpecFromArgs, shareSpecFromArgs } from './kube-specs.ts';
 
 describe('shareSpecFromArgs', () => {
   it('maps the API fields onto a Share spec with the chosen token', () => {
@@ -60,34 +59,5 @@ describe('accessSpecFromArgs', () => {
       bindPort: 9001,
     });
     expect(() => accessSpecFromArgs({ shareToken: 's', bindAddress: 'localhost' })).toThrow(/^bindAddress:/);
-  });
-});
-
-describe('status entries', () => {
-  it('a Share not yet reconciled still has its token (spec, else derived from the uid)', () => {
-    expect(
-      shareEntry({ metadata: { name: 'a', uid: 'u-1' }, spec: { backendMode: 'proxy', target: 'http://t' } }),
-    ).toEqual({
-      token: deriveToken('u-1'),
-      shareMode: 'public',
-      backendMode: 'proxy',
-      backendEndpoint: 'http://t',
-      frontendEndpoints: [],
-    });
-  });
-
-  it('an Access listens on its Service port', () => {
-    expect(
-      accessEntry({
-        metadata: { name: 'x', uid: 'u-2' },
-        spec: { shareToken: 'priv', bindPort: 9000 },
-        status: { frontendToken: 'ftok', endpoint: 'http://svc-access-x.ns.svc:9000' },
-      }),
-    ).toEqual({
-      token: 'ftok',
-      shareToken: 'priv',
-      bindAddress: '0.0.0.0:9000',
-      endpoint: 'http://svc-access-x.ns.svc:9000',
-    });
   });
 });
