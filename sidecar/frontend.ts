@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { OAuthConfig } from '../lib/config/frontend.ts';
 import { errorText } from '../lib/errors.ts';
@@ -8,11 +8,12 @@ import type { Logger } from '../lib/logger.ts';
 import type { ShareSource } from '../lib/share/source.ts';
 import { Authenticator } from './auth.ts';
 import { hostnameOf, shareHostOf } from './host-routing.ts';
+import { createLimitedServer, DEFAULT_FRONTEND_LIMITS, type FrontendLimits } from './connections.ts';
 import { FrontendMetrics } from './metrics.ts';
 import { sendPage } from './pages.ts';
 import { ProviderReadiness } from './provider-readiness.ts';
 import { createShareProxy } from './proxy.ts';
-import { rejectUpgrade, serveShare, upgradeShare, type ShareHandlerDeps } from './share-handler.ts';
+import { clientErrorStatus, rejectUpgrade, serveShare, upgradeShare, type ShareHandlerDeps } from './share-handler.ts';
 
 export interface FrontendOptions {
   readonly listen: ListenAddress;
@@ -27,6 +28,8 @@ export interface FrontendOptions {
   readonly shares: ShareSource;
   readonly logger: Logger;
   readonly metricsListen?: ListenAddress;
+  /** Timeouts and connection caps against slow or greedy clients (defaults in connections.ts). */
+  readonly limits?: Partial<FrontendLimits>;
 }
 
 export interface RunningFrontend {
@@ -50,14 +53,18 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
   const { logger: log, domain, shares } = options;
   const metrics = new FrontendMetrics();
   // Listen first: with port 0 the public URL depends on the port the system picked.
-  const server = createServer({ requestTimeout: 0, headersTimeout: 30_000, keepAliveTimeout: 65_000 });
+  const limits = { ...DEFAULT_FRONTEND_LIMITS, ...options.limits };
+  const server = createLimitedServer(limits, (peer) => {
+    metrics.connectionsRefused.inc();
+    log.warn({ peer }, 'connection refused: too many open connections from this address');
+  });
   await listen(server, options.listen);
   const endpointUrl =
     typeof options.endpointUrl === 'function' ? options.endpointUrl(portOf(server)) : options.endpointUrl;
   const auth = options.oauth
     ? new Authenticator({ ...options.oauth, endpointUrl }, () => shares, metrics, log)
     : undefined;
-  const proxy = createShareProxy(metrics);
+  const proxy = createShareProxy(metrics, limits.backendTimeoutMs);
   const deps: ShareHandlerDeps = { auth, cookieName: options.oauth?.cookieName, endpointUrl, proxy, metrics, log };
   const readiness = new ProviderReadiness(auth, log);
   const health: HealthRoutes = {
@@ -82,7 +89,8 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const host = hostnameOf(req);
     if (!host) {
-      sendPage(res, 400, 'Bad request', 'The request has no valid Host header.');
+      metrics.request('bad_request');
+      sendPage(res, 400, 'Bad request', 'The request needs exactly one valid Host header and a path (RFC 9112 §3.2).');
       return;
     }
     const routed = shareHostOf(req, routing);
@@ -105,10 +113,11 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
       sendPage(res, 500, 'Internal error', 'The frontend could not handle this request.');
     });
   });
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
-    upgradeShare(deps, req, socket, head, shareHostOf(req, routing)?.share),
-  );
-  server.on('clientError', (_err, socket) => rejectUpgrade(socket, 400));
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (!hostnameOf(req)) return rejectUpgrade(socket, 400);
+    upgradeShare(deps, req, socket, head, shareHostOf(req, routing)?.share);
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => rejectUpgrade(socket, clientErrorStatus(err)));
 
   let metricsServer: HealthServer | undefined;
   if (options.metricsListen) {

@@ -2,15 +2,33 @@ import type { IncomingMessage } from 'node:http';
 import { SHARE_TOKEN, type ShareRoute } from '../lib/share/spec.ts';
 import type { ShareSource } from '../lib/share/source.ts';
 
-/** Lower-cased host name of the request without port, or undefined when missing or malformed. */
+/**
+ * `Host = uri-host [ ":" port ]` (RFC 9110 §7.2) restricted to what this frontend can serve: a DNS
+ * name or IPv4 address, or a bracketed IPv6 literal. No user-info, no spaces, no percent-escapes:
+ * `evil@share.example` would otherwise be read as `share.example` by a URL parser and as something
+ * else by the next hop.
+ */
+const HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}))(?::\d{1,5})?$/;
+
+/**
+ * The lower-cased host name a request is routed by, or undefined when the request must be refused
+ * with 400: RFC 9112 §3.2 asks a server to answer 400 to a request with no Host, more than one
+ * Host header, or an invalid Host value. The request target must be in origin-form (`/path`): this
+ * frontend is not a forward proxy, and an absolute-form target would name a second authority that
+ * disagrees with the Host it is routed by.
+ */
 export function hostnameOf(req: IncomingMessage): string | undefined {
-  const host = req.headers.host;
-  if (!host || host.length > 300) return undefined;
-  try {
-    return new URL(`http://${host}`).hostname.toLowerCase();
-  } catch {
-    return undefined;
+  let host: string | undefined;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    if ((raw[i] as string).toLowerCase() !== 'host') continue;
+    if (host !== undefined) return undefined;
+    host = raw[i + 1];
   }
+  if (host === undefined || !HOST.test(host) || !(req.url ?? '').startsWith('/')) return undefined;
+  const colon = host.lastIndexOf(':');
+  const name = colon > host.lastIndexOf(']') ? host.slice(0, colon) : host;
+  return name.toLowerCase();
 }
 
 /** What a share host names: the token, and the share when this frontend serves it. */

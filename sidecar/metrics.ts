@@ -8,7 +8,8 @@ export type RequestOutcome =
   | 'unknown_share'
   | 'upstream_error'
   | 'auth_endpoint'
-  | 'health';
+  | 'health'
+  | 'bad_request';
 
 /** Prometheus metrics of one frontend instance (own registry, so several can run in one process). */
 export class FrontendMetrics {
@@ -35,6 +36,12 @@ export class FrontendMetrics {
     name: 'svc_frontend_upstream_duration_seconds',
     help: 'Time from forwarding a request to the backend until its response headers arrive',
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly connectionsRefused = new Counter({
+    name: 'svc_frontend_connections_refused_total',
+    help: 'Connections closed at once because their peer address already held the maximum number',
     registers: [this.registry],
   });
 

@@ -20,10 +20,23 @@ export interface ShareProxy {
   close(): void;
 }
 
-export function createShareProxy(metrics: FrontendMetrics): ShareProxy {
+/** The backend stayed silent longer than the frontend's backend timeout (answered 504, not 502). */
+export class BackendTimeout extends Error {
+  constructor(ms: number) {
+    super(`no answer from the backend within ${ms} ms`);
+    this.name = 'BackendTimeout';
+  }
+}
+
+export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: number): ShareProxy {
   const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
   // X-Forwarded-* are set by prepareBackendHeaders, not by the proxy library (see there).
-  const proxy = createProxyServer({ xfwd: false, changeOrigin: true, agent, proxyTimeout: 120_000 });
+  const proxy = createProxyServer({ xfwd: false, changeOrigin: true, agent });
+  // The library's own proxyTimeout fails with a bare "socket hang up", indistinguishable from a
+  // backend that closed on us; a typed error lets the frontend answer 504 for silence.
+  proxy.on('proxyReq', (proxyReq) => {
+    proxyReq.setTimeout(backendTimeoutMs, () => proxyReq.destroy(new BackendTimeout(backendTimeoutMs)));
+  });
   const started = new WeakMap<IncomingMessage, bigint>();
   const extraCookies = new WeakMap<IncomingMessage, string>();
   proxy.on('proxyRes', (proxyRes, req) => {
@@ -54,6 +67,16 @@ export function createShareProxy(metrics: FrontendMetrics): ShareProxy {
   };
 }
 
+/** Headers that state where a request came from; `_`/`.` spellings are dropped as look-alikes (see identity headers). */
+const FORWARDING_HEADERS = new Set([
+  'forwarded',
+  'x-real-ip',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-forwarded-port',
+]);
+
 /**
  * Rewrites `req.headers` in place for the backend. Runs for every share, OAuth or not: a backend
  * behind svc must be able to trust `svc-auth-*` headers, and it never sees svc's cookies.
@@ -67,13 +90,21 @@ export function prepareBackendHeaders(
   stripIdentityHeaders(req.headers);
   // The share's public host and scheme are known here: a client's own X-Forwarded-Host/Proto/Port
   // would let it poison the absolute URLs a backend builds (password-reset links and the like).
-  // X-Forwarded-For is appended to, as every proxy in a chain does.
+  // X-Forwarded-For is appended to, as every proxy in a chain does. RFC 7239 `Forwarded` and
+  // `X-Real-IP` carry the same claims, so they are rebuilt from the frontend's own view.
+  for (const name of Object.keys(req.headers)) {
+    if (FORWARDING_HEADERS.has(name.replace(/[_.]/g, '-')) && /[_.]/.test(name)) delete req.headers[name];
+  }
   const peer = req.socket.remoteAddress ?? '';
   const forwardedFor = req.headers['x-forwarded-for'];
+  const host = req.headers.host ?? publicUrl.host;
+  const proto = publicUrl.protocol.slice(0, -1);
   req.headers['x-forwarded-for'] = forwardedFor ? `${String(forwardedFor)}, ${peer}` : peer;
-  req.headers['x-forwarded-host'] = req.headers.host ?? publicUrl.host;
-  req.headers['x-forwarded-proto'] = publicUrl.protocol.slice(0, -1);
+  req.headers['x-forwarded-host'] = host;
+  req.headers['x-forwarded-proto'] = proto;
   req.headers['x-forwarded-port'] = publicUrl.port || (publicUrl.protocol === 'https:' ? '443' : '80');
+  req.headers['x-real-ip'] = peer;
+  req.headers.forwarded = `for=${forwardedNode(peer)};host="${host}";proto=${proto}`;
   if (cookieName !== undefined) {
     const cookie = withoutOwnCookies(req.headers.cookie, cookieName);
     if (cookie === undefined) delete req.headers.cookie;
@@ -84,4 +115,9 @@ export function prepareBackendHeaders(
     req.headers['svc-auth-email'] = session.email;
     req.headers['svc-auth-expires'] = new Date(session.expiresAt).toISOString();
   }
+}
+
+/** RFC 7239 §6 node name: IPv6 addresses are bracketed and quoted. */
+function forwardedNode(address: string): string {
+  return address.includes(':') ? `"[${address}]"` : address;
 }

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { errorText } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -6,7 +6,7 @@ import type { ShareRoute } from '../lib/share/spec.ts';
 import type { Authenticator } from './auth.ts';
 import type { FrontendMetrics } from './metrics.ts';
 import { sendPage } from './pages.ts';
-import { prepareBackendHeaders, type ShareProxy } from './proxy.ts';
+import { BackendTimeout, prepareBackendHeaders, type ShareProxy } from './proxy.ts';
 
 export interface ShareHandlerDeps {
   /** Absent when the frontend has no identity providers: OAuth shares are then refused. */
@@ -52,6 +52,11 @@ export async function serveShare(
   metrics.request('proxied');
   proxy.web(req, res, share.target, (err) => {
     metrics.request('upstream_error');
+    if (err instanceof BackendTimeout) {
+      log.warn({ share: share.token, err: errorText(err) }, 'backend timed out');
+      sendPage(res, 504, 'Backend timeout', 'The service behind this share did not answer in time. Try again later.');
+      return;
+    }
     log.warn({ share: share.token, err: errorText(err) }, 'backend unreachable');
     sendPage(res, 502, 'Backend unreachable', 'The service behind this share is not answering. Try again later.');
   });
@@ -76,8 +81,15 @@ export function upgradeShare(
   deps.proxy.ws(req, socket, head, share.target);
 }
 
-export function rejectUpgrade(socket: Duplex, status: 400 | 401 | 404): void {
-  const text = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found' }[status];
-  if (socket.writable) socket.end(`HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+export function rejectUpgrade(socket: Duplex, status: 400 | 401 | 404 | 408 | 431): void {
+  if (socket.writable)
+    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
   else socket.destroy();
+}
+
+/** The status for a request Node's parser gave up on: too slow (408), headers too large (431), or malformed (400). */
+export function clientErrorStatus(err: NodeJS.ErrnoException): 400 | 408 | 431 {
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return 408;
+  if (err.code === 'HPE_HEADER_OVERFLOW') return 431;
+  return 400;
 }

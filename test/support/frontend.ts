@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { parseFrontendConfig, type FrontendConfig } from '../../lib/config/frontend.ts';
 import { startFrontend, type RunningFrontend } from '../../sidecar/frontend.ts';
+import type { FrontendLimits } from '../../sidecar/connections.ts';
 import { staticShares } from '../../lib/share/source.ts';
 import { createLogger } from '../../lib/logger.ts';
 
@@ -39,6 +40,7 @@ export async function startTestFrontend(doc: {
   shares: Record<string, unknown>[];
   oauth?: Record<string, unknown>;
   domain?: string;
+  limits?: Partial<FrontendLimits>;
 }): Promise<TestFrontend> {
   const domain = doc.domain ?? 'svc.localhost';
   const config = parseFrontendConfig({
@@ -66,6 +68,7 @@ export async function startTestFrontend(doc: {
     shares: staticShares(config.shares),
     logger: createLogger('frontend-test', { level: 'debug', destination: logs }),
     metricsListen: { host: '127.0.0.1', port: 0 },
+    ...(doc.limits ? { limits: doc.limits } : {}),
   });
   return {
     frontend,

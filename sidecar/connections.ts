@@ -1,0 +1,97 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * How long a client may take, and how many connections it may hold, before the frontend closes on
+ * it; and how long a backend may stay silent. Slow clients (slowloris: headers one byte at a time, or a connection that never sends
+ * anything) must not be able to hold the frontend's sockets and memory; the figures a test measured
+ * with these defaults are in docs/security.md.
+ */
+export interface FrontendLimits {
+  /** Time from connect (or from the end of the previous response) to the end of the request headers. */
+  readonly headersTimeoutMs: number;
+  /**
+   * Time to receive a whole request, body included. Generous, so that uploads through a share on a
+   * slow link still complete; a trickled body is also cut by the proxy's idle timeout.
+   */
+  readonly requestTimeoutMs: number;
+  /** Idle time allowed between requests on a kept-alive connection (above the usual 60 s of load balancers). */
+  readonly keepAliveTimeoutMs: number;
+  /**
+   * Open connections one peer address may hold. In Kubernetes the peer is the ingress controller,
+   * so this is far above what a browser opens (6 per host) and bounds only a single abusive client.
+   */
+  readonly maxConnectionsPerIp: number;
+  /** Open connections in total; beyond it the operating system's backlog queues new ones. */
+  readonly maxConnections: number;
+  /** Silence allowed from a share's backend (waiting for its response, or between its bytes): then 504. */
+  readonly backendTimeoutMs: number;
+}
+
+export const DEFAULT_FRONTEND_LIMITS: FrontendLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 600_000,
+  keepAliveTimeoutMs: 65_000,
+  maxConnectionsPerIp: 512,
+  maxConnections: 8_192,
+  backendTimeoutMs: 120_000,
+};
+
+const REFUSED = 'HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\nretry-after: 5\r\n\r\n';
+
+/**
+ * An HTTP server that enforces `limits`. Node enforces the headers timeout only once a request has
+ * started (a connection that sends nothing at all is never closed by it), so a connection must
+ * start its first request within the headers timeout too. Connections above the per-peer cap are
+ * answered 503 and closed at once, before any byte of theirs is parsed; `onRefused` is told (for
+ * logs and metrics).
+ */
+export function createLimitedServer(limits: FrontendLimits, onRefused: (peer: string) => void): Server {
+  // Node checks the headers and request timeouts on this interval; its default (30 s) would let a
+  // slow client hold its connection up to 30 s past the timeout.
+  const checkingIntervalMs = Math.min(1_000, limits.headersTimeoutMs);
+  const server = createServer({
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // Node checks the two timeouts above on this interval; the default (30 s) would let a slow
+    // client hold its connection up to 30 s past the timeout.
+    connectionsCheckingInterval: checkingIntervalMs,
+  });
+  server.maxConnections = limits.maxConnections;
+  const perPeer = new Map<string, number>();
+  const awaitingFirstRequest = new WeakMap<Socket, NodeJS.Timeout>();
+  const started = (socket: Socket): void => {
+    clearTimeout(awaitingFirstRequest.get(socket));
+    awaitingFirstRequest.delete(socket);
+  };
+  // The HTTP server's own connection listener (which attaches the request parser) runs only for
+  // connections within the cap: a refused one is answered and closed without ever being parsed.
+  const [attachParser] = server.listeners('connection') as ((socket: Socket) => void)[];
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: Socket) => {
+    const peer = socket.remoteAddress ?? '';
+    const open = perPeer.get(peer) ?? 0;
+    if (open >= limits.maxConnectionsPerIp || !attachParser) {
+      onRefused(peer);
+      socket.on('error', () => socket.destroy());
+      socket.end(REFUSED, () => socket.destroy());
+      return;
+    }
+    attachParser.call(server, socket);
+    perPeer.set(peer, open + 1);
+    // Past Node's own check of a started request, so that one is answered 408 by Node first.
+    const deadline = limits.headersTimeoutMs + checkingIntervalMs;
+    awaitingFirstRequest.set(socket, setTimeout(() => socket.destroy(), deadline).unref());
+    socket.once('close', () => {
+      started(socket);
+      const left = (perPeer.get(peer) ?? 1) - 1;
+      if (left > 0) perPeer.set(peer, left);
+      else perPeer.delete(peer);
+    });
+  });
+  // The socket's bytes go straight to Node's C++ parser, so the first request is noticed here.
+  server.prependListener('request', (req: IncomingMessage) => started(req.socket));
+  server.prependListener('upgrade', (req: IncomingMessage) => started(req.socket));
+  return server;
+}

@@ -1,0 +1,159 @@
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_FRONTEND_LIMITS } from '../../sidecar/connections.ts';
+import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
+import { suiteFigures } from '../support/figures.ts';
+import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
+import { slowClient, type SlowClient } from '../support/raw-socket.ts';
+
+/**
+ * Slow and greedy clients against a running frontend. A probe had held 50 connections open for 75 s
+ * by sending headers one byte per second; now every way of holding a connection without finishing
+ * a request ends at a timeout, one address cannot hold more than its cap, and visitors from other
+ * addresses are served throughout. Loopback has all of 127/8, so "other addresses" are real peers.
+ */
+const figures = suiteFigures('slow-clients');
+const provider = {
+  name: 'google',
+  type: 'idp1',
+  client_id: 'cid',
+  client_secret: 'secret',
+  authorize_url: 'http://127.0.0.1:9/auth',
+  token_url: 'http://127.0.0.1:9/token',
+  user_info_url: 'http://127.0.0.1:9/userinfo',
+  revocation_url: 'http://127.0.0.1:9/revoke',
+  login_url: 'http://127.0.0.1:9/login',
+};
+
+let backend: EchoBackend;
+beforeAll(async () => {
+  backend = await startEchoBackend();
+});
+afterAll(async () => {
+  figures.write();
+  await backend?.close();
+});
+
+/** One GET to a share from a chosen loopback address; the status, or 0 when the connection failed. */
+function visit(fe: TestFrontend, localAddress: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = httpRequest(
+      { host: '127.0.0.1', port: fe.port, path: '/', localAddress, agent: false, headers: { host: fe.host('open') } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.setTimeout(5_000, () => req.destroy());
+    req.on('error', () => resolve(0));
+    req.end();
+  });
+}
+
+describe('each way of holding a connection ends at its timeout', () => {
+  const limits = { headersTimeoutMs: 1_500, requestTimeoutMs: 3_000, keepAliveTimeoutMs: 1_000 };
+  let fe: TestFrontend;
+  beforeAll(async () => {
+    fe = await startTestFrontend({
+      providers: [provider],
+      shares: [{ token: 'open', target: backend.url.href }],
+      limits,
+    });
+  });
+  afterAll(() => fe?.close());
+
+  it('a connection that never sends a byte is closed after the headers timeout', async () => {
+    const client = slowClient(fe.port, { host: fe.host('open'), intervalMs: 1_000, silent: true });
+    const openMs = await client.closed;
+    expect(openMs).toBeGreaterThanOrEqual(limits.headersTimeoutMs - 100);
+    figures.measure('silent connection closed after (ms, headers timeout 1500)', openMs);
+  });
+
+  it('headers sent one byte at a time are answered 408 and closed after the headers timeout', async () => {
+    const client = slowClient(fe.port, { host: fe.host('open'), intervalMs: 100 });
+    const openMs = await client.closed;
+    // Node answers 408 when its own check comes first; otherwise the connection is just closed.
+    expect(client.answer()).toMatch(/^(HTTP\/1\.1 408 [^]*)?$/);
+    figures.measure('slowloris headers closed after (ms, headers timeout 1500)', openMs);
+  });
+
+  it('a body trickled one byte at a time is cut at the request timeout', async () => {
+    const started = Date.now();
+    const body = 'x'.repeat(1_000);
+    const socket = connect(fe.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    socket.resume();
+    socket.write(`POST /upload HTTP/1.1\r\nHost: ${fe.host('open')}\r\nContent-Length: ${body.length}\r\n\r\n`);
+    let sent = 0;
+    const timer = setInterval(() => socket.writable && socket.write(body[sent++] ?? ''), 100);
+    await new Promise((r) => socket.once('close', r));
+    clearInterval(timer);
+    expect(sent).toBeLessThan(body.length);
+    figures.measure('trickled body cut after (ms, request timeout 3000)', Date.now() - started);
+  });
+
+  it('an idle kept-alive connection is closed after the keep-alive timeout', async () => {
+    const socket = connect(fe.port, '127.0.0.1');
+    let answer = '';
+    socket.on('data', (c: Buffer) => (answer += c.toString()));
+    socket.write(`GET / HTTP/1.1\r\nHost: ${fe.host('open')}\r\n\r\n`);
+    const started = Date.now();
+    await new Promise((r) => socket.once('close', r));
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    figures.measure('idle keep-alive connection closed after (ms, keep-alive timeout 1000)', Date.now() - started);
+  });
+});
+
+describe('slowloris from several addresses with the production limits', () => {
+  let fe: TestFrontend;
+  beforeAll(async () => {
+    fe = await startTestFrontend({ providers: [provider], shares: [{ token: 'open', target: backend.url.href }] });
+  });
+  afterAll(() => fe?.close());
+
+  it('holds at most the per-address cap, closes every slow connection at the headers timeout, and serves other visitors throughout', async () => {
+    const attackers = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'];
+    const perAttacker = DEFAULT_FRONTEND_LIMITS.maxConnectionsPerIp + 100;
+    const clients: SlowClient[] = [];
+    for (const address of attackers) {
+      for (let i = 0; i < perAttacker; i++) {
+        // Paced, so the kernel's accept queue (backlog 511) hands every connection to the frontend.
+        if (i % 100 === 0) await new Promise((r) => setTimeout(r, 50));
+        // Half send one header byte per second, half never send anything.
+        clients.push(
+          slowClient(fe.port, { host: fe.host('open'), intervalMs: 1_000, localAddress: address, silent: i % 2 === 1 }),
+        );
+      }
+    }
+    const visits: Promise<number>[] = [];
+    const visitor = setInterval(() => visits.push(visit(fe, '127.0.0.9')), 100);
+    const closedMs = await Promise.all(clients.map((c) => c.closed));
+    clearInterval(visitor);
+    const statuses = await Promise.all(visits);
+
+    const refused = clients.filter((c) => c.answer().startsWith('HTTP/1.1 503')).length;
+    const timedOut = clients.length - refused;
+    const longest = Math.max(...closedMs);
+    expect(timedOut).toBeLessThanOrEqual(attackers.length * DEFAULT_FRONTEND_LIMITS.maxConnectionsPerIp);
+    expect(refused).toBeGreaterThanOrEqual(attackers.length * 100);
+    expect(statuses.length).toBeGreaterThan(10);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    const metrics = await fetch(`http://127.0.0.1:${fe.frontend.metricsPort}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(new RegExp(`svc_frontend_connections_refused_total ${refused}\\b`));
+
+    figures.fault({
+      fault: `Slowloris: ${clients.length} slow connections from ${attackers.length} addresses`,
+      injections: clients.length,
+      outcome: `${timedOut} held then closed by the headers timeout (longest ${Math.round(longest / 1000)} s), ${refused} refused at the per-address cap; ${statuses.length}/${statuses.length} other visitors served`,
+      lost: 0,
+    });
+    figures.measure('slow connections held open at once', timedOut);
+    figures.measure('slow connections refused (503) at the per-address cap', refused);
+    figures.measure('longest time a slow connection stayed open (ms)', longest);
+    figures.measure(
+      'other visitors served during the attack',
+      `${statuses.filter((s) => s === 200).length}/${statuses.length}`,
+    );
+  }, 60_000);
+});
