@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { isAgentErrorCode } from '../lib/error-codes.ts';
 import { SvcError } from '../lib/errors.ts';
 import { socketPath } from '../lib/data-dir.ts';
 
@@ -48,10 +49,9 @@ export class LocalApiClient {
               );
             }
             if ((res.statusCode ?? 500) >= 400) {
-              const p = payload as { error?: string; code?: string };
-              return reject(
-                new SvcError(p.code ?? 'agent_error', p.error ?? 'request failed', { status: res.statusCode ?? 500 }),
-              );
+              const p = payload as { error?: string; code?: unknown };
+              const code = isAgentErrorCode(p.code) ? p.code : 'agent_error';
+              return reject(new SvcError(code, p.error ?? 'request failed', { status: res.statusCode ?? 500 }));
             }
             resolve(payload as T);
           });

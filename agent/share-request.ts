@@ -1,6 +1,6 @@
 import { isAbsolute } from 'node:path';
 import { ConfigReader } from '../lib/config-reader.ts';
-import { SvcError } from '../lib/errors.ts';
+import { SvcError, problemsMessage } from '../lib/errors.ts';
 import { DEFAULT_CHECK_INTERVAL, readShareOptions } from '../lib/share/spec.ts';
 import { assertDirectory } from './backends/web.ts';
 import { BACKEND_MODES, type BackendMode } from './backends/types.ts';
@@ -63,7 +63,10 @@ export function validateShareRequest(body: ShareRequest, token: string, provider
     r.problem('webListing', 'must be true or false');
   if (body.webListing === true && backendMode !== 'web') r.problem('webListing', 'applies to backend mode web only');
   if (r.problems.length > 0 || !route || !shareMode || !backendMode || !target) {
-    throw new SvcError('invalid_share', `invalid share:\n  - ${r.problems.join('\n  - ')}`, { status: 400 });
+    throw new SvcError('invalid_share', problemsMessage('invalid share', r.problems), {
+      status: 400,
+      problems: r.problems,
+    });
   }
   return {
     token,

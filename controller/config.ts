@@ -1,5 +1,6 @@
 import { isAbsolute, resolve, dirname } from 'node:path';
 import { ConfigReader, join, loadYamlFile } from '../lib/config-reader.ts';
+import { problemText } from '../lib/errors.ts';
 import { loadIdentity, type ControllerIdentity } from '../lib/remoting/identity.ts';
 
 export interface ListenAddress {
@@ -71,9 +72,10 @@ export function readControllerSections(
   const given = r.string(a, 'identity_path', 'agent_controller');
   if (!zId || !given) return { controller };
   const identityPath = isAbsolute(given) || !configPath ? resolve(given) : resolve(dirname(configPath), given);
-  const { identity, problems } = loadIdentity(identityPath, zId);
-  for (const p of problems) r.problem(join('agent_controller', 'identity_path'), p);
-  return identity ? { controller, agentController: { zId, identityPath, identity } } : { controller };
+  const loaded = loadIdentity(identityPath, zId);
+  if (loaded.ok) return { controller, agentController: { zId, identityPath, identity: loaded.value } };
+  for (const p of loaded.problems) r.problem(join('agent_controller', 'identity_path'), problemText(p));
+  return { controller };
 }
 
 const TOP_KEYS = ['data_dir', 'controller', 'agent_controller'];

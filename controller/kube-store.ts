@@ -309,7 +309,7 @@ function conflict(message: string): SvcError {
 
 /** API-server failures surface as `store_unavailable` (503): the request may be retried. */
 function storeError(err: unknown): unknown {
-  if (err instanceof KubeApiError && err.statusCode === 404) return err;
+  if (isNotFound(err)) return err;
   if (err instanceof KubeApiError) {
     return new SvcError('store_unavailable', `controller store: ${err.message}`, { status: 503, cause: err });
   }

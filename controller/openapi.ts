@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import { parse as parseYaml } from 'yaml';
 import { MEDIA_TYPE } from '../lib/api-client.ts';
+import { problem, problemText, type Problem, type Result } from '../lib/errors.ts';
 
 export const OPENAPI_PATH = new URL('./openapi.yaml', import.meta.url);
 
@@ -57,18 +58,18 @@ export class OpenApi {
     return [...this.requests.keys()];
   }
 
-  /** Every problem of a request body, each naming its field (`body.target: ...`); empty when valid. */
-  validateRequest(path: string, body: unknown): string[] {
+  /** The body, or every problem of it, each naming its field (`body.target: required`). */
+  validateRequest(path: string, body: unknown): Result<unknown> {
     const validate = this.requests.get(path);
-    if (!validate) return [`no operation POST ${path}`];
-    return validate(body) ? [] : describeErrors(validate.errors ?? []);
+    if (!validate) return { ok: false, problems: [problem('', `no operation POST ${path}`, 'not_found')] };
+    return validate(body) ? { ok: true, value: body } : { ok: false, problems: describeErrors(validate.errors ?? []) };
   }
 
   /** Problems of a response against the document (status must be documented for the operation). */
   validateResponse(path: string, status: number, body: unknown): string[] {
     const validate = this.responses.get(`${path} ${status}`);
     if (!validate) return [`status ${status} is not documented for POST ${path}`];
-    return validate(body) ? [] : describeErrors(validate.errors ?? []);
+    return validate(body) ? [] : describeErrors(validate.errors ?? []).map(problemText);
   }
 
   private resolveResponse(ref: string): ResponseObject {
@@ -100,20 +101,29 @@ function rewriteRefs(value: unknown): unknown {
   return out;
 }
 
-/** Ajv errors as `body.field: message` lines, without Ajv's internals (schema paths). */
-export function describeErrors(errors: readonly ErrorObject[]): string[] {
-  const lines = new Set<string>();
+/** Ajv errors as problems at `body.field`, without Ajv's internals (schema paths); each reported once. */
+export function describeErrors(errors: readonly ErrorObject[]): Problem[] {
+  const found = new Map<string, Problem>();
+  const add = (p: Problem) => found.set(problemText(p), p);
   for (const e of errors) {
     const where = `body${e.instancePath.replace(/\//g, '.')}`;
     if (e.keyword === 'required') {
-      lines.add(`${where}.${String((e.params as { missingProperty: string }).missingProperty)}: required`);
+      add(
+        problem(
+          `${where}.${String((e.params as { missingProperty: string }).missingProperty)}`,
+          'required',
+          'required',
+        ),
+      );
     } else if (e.keyword === 'additionalProperties') {
-      lines.add(`${where}.${String((e.params as { additionalProperty: string }).additionalProperty)}: unknown field`);
+      const field = String((e.params as { additionalProperty: string }).additionalProperty);
+      add(problem(`${where}.${field}`, 'unknown field', 'unknown_field'));
     } else if (e.keyword === 'enum') {
-      lines.add(`${where}: must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`);
+      const allowed = (e.params as { allowedValues: unknown[] }).allowedValues.join(', ');
+      add(problem(where, `must be one of ${allowed}`, 'not_allowed'));
     } else if (e.keyword !== 'oneOf' && e.keyword !== 'if') {
-      lines.add(`${where}: ${e.message ?? 'invalid'}`);
+      add(problem(where, e.message ?? 'invalid'));
     }
   }
-  return [...lines];
+  return [...found.values()];
 }

@@ -8,9 +8,11 @@ import {
   signCommand,
   type CommandName,
   type HelloMessage,
+  type ResultError,
   type ResultMessage,
 } from '../lib/remoting/protocol.ts';
-import { SvcError, errorText } from '../lib/errors.ts';
+import { isAgentErrorCode, isProblemCode } from '../lib/error-codes.ts';
+import { SvcError, errorText, type Problem } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { apiError } from './errors.ts';
 import type { ControllerIdentity } from '../lib/remoting/identity.ts';
@@ -202,7 +204,7 @@ export class RemotingHub {
     socket.on('error', (err) => logger.warn({ err: errorText(err), envZId: conn.envZId }, 'remoting: socket error'));
   }
 
-  private fail(conn: AgentConnection, code: string, message: string): void {
+  private fail(conn: AgentConnection, code: 'agent_unreachable', message: string): void {
     for (const pending of conn.pending.values()) {
       clearTimeout(pending.timer);
       pending.reject(apiError(code, message));
@@ -222,13 +224,24 @@ export class RemotingHub {
   }
 }
 
-/** An agent's error answer, as an API error: refusals and failures are 502, its input errors keep their code. */
-function agentError(error: { code?: unknown; message?: unknown; status?: unknown } | undefined): SvcError {
-  const code = typeof error?.code === 'string' && /^[a-z][a-z0-9_]*$/.test(error.code) ? error.code : 'agent_error';
+/**
+ * An agent's error answer, as an API error: refusals and failures are 502; its input errors keep
+ * their code (one of the agents' codes, lib/error-codes.ts) and problems, 404 for unknown tokens
+ * and 422 otherwise.
+ */
+function agentError(error: Partial<ResultError> | undefined): SvcError {
   const message = typeof error?.message === 'string' ? error.message : 'the agent failed';
   const status = typeof error?.status === 'number' ? error.status : 500;
+  const code = error?.code;
   if (code === 'command_refused') return apiError('agent_refused', message);
-  if (status === 404) return new SvcError(code, message, { status: 404 });
-  if (status >= 400 && status < 500) return new SvcError(code, message, { status: 422 });
-  return apiError('agent_error', `the agent failed to run the command: ${message}`);
+  if (!isAgentErrorCode(code) || status < 400 || status >= 500) {
+    return apiError('agent_error', `the agent failed to run the command: ${message}`);
+  }
+  const problems = Array.isArray(error?.problems) ? error.problems.filter(isProblem) : [];
+  return new SvcError(code, message, { status: status === 404 ? 404 : 422, problems });
+}
+
+function isProblem(value: unknown): value is Problem {
+  const p = value as Partial<Problem> | null;
+  return typeof p?.path === 'string' && isProblemCode(p.code) && typeof p.message === 'string';
 }

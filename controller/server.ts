@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { REMOTING_PATH } from '../lib/remoting/protocol.ts';
-import { errorText } from '../lib/errors.ts';
+import { errorText, problemText } from '../lib/errors.ts';
 import { answerHealth } from '../lib/health.ts';
 import type { Logger } from '../lib/logger.ts';
 import { notConfigured, type Body, type Operation } from './api.ts';
@@ -93,9 +93,10 @@ export function createApiServer(options: ApiServerOptions): http.Server {
       throw apiError('malformed_json', 'the request body must be a JSON object');
     }
     const opPath = path.slice(API_PREFIX.length);
-    const problems = options.openapi.validateRequest(opPath, body);
-    if (problems.length > 0) {
-      throw apiError('invalid_request', `invalid request body: ${problems.join('; ')}`, problems);
+    const checked = options.openapi.validateRequest(opPath, body);
+    if (!checked.ok) {
+      const { problems } = checked;
+      throw apiError('invalid_request', `invalid request body: ${problems.map(problemText).join('; ')}`, { problems });
     }
     if (operation.remote && !options.hub) throw notConfigured();
     send(res, 200, await operation.handle(account, body as Body));

@@ -1,3 +1,4 @@
+import { isApiErrorCode } from './error-codes.ts';
 import { SvcError, errorText } from './errors.ts';
 
 /** The API's media type (seed, Versioning): every request and response body is of this type. */
@@ -54,10 +55,14 @@ export async function callApi<T>(apiEndpoint: string, path: string, accountToken
     throw new SvcError('bad_response', `the controller at ${apiEndpoint} sent an unreadable answer (${res.status})`);
   }
   if (!res.ok) {
-    const p = payload as { code?: string; message?: string };
-    throw new SvcError(p.code ?? 'api_error', `controller: ${p.message ?? `HTTP ${res.status}`}`, {
-      status: res.status,
-    });
+    const p = payload as { code?: unknown; message?: string };
+    throw new SvcError(
+      isApiErrorCode(p.code) ? p.code : 'api_error',
+      `controller: ${p.message ?? `HTTP ${res.status}`}`,
+      {
+        status: res.status,
+      },
+    );
   }
   return payload as T;
 }

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseDuration } from './duration.ts';
-import { ConfigError, SvcError, errorText } from './errors.ts';
+import type { ProblemCode } from './error-codes.ts';
+import { ConfigError, SvcError, errorText, problem, type Problem } from './errors.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -11,15 +12,15 @@ type Obj = Record<string, unknown>;
  * style). Readers return undefined for a bad field; `finish` throws one ConfigError with them all.
  */
 export class ConfigReader {
-  readonly problems: string[] = [];
+  readonly problems: Problem[] = [];
 
-  problem(path: string, message: string): void {
-    this.problems.push(`${path}: ${message}`);
+  problem(path: string, message: string, code: ProblemCode = 'invalid'): void {
+    this.problems.push(problem(path, message, code));
   }
 
   object(value: unknown, path: string, options: { required?: boolean } = {}): Obj | undefined {
     if (value === undefined || value === null) {
-      if (options.required !== false) this.problem(path, 'required');
+      if (options.required !== false) this.problem(path, 'required', 'required');
       return undefined;
     }
     if (typeof value !== 'object' || Array.isArray(value)) {
@@ -32,7 +33,8 @@ export class ConfigReader {
   /** Reports keys the reader does not know, so a typo never silently falls back to a default. */
   unknownKeys(obj: Obj, path: string, known: readonly string[]): void {
     for (const key of Object.keys(obj)) {
-      if (!known.includes(key)) this.problem(join(path, key), `unknown field (known: ${known.join(', ')})`);
+      if (!known.includes(key))
+        this.problem(join(path, key), `unknown field (known: ${known.join(', ')})`, 'unknown_field');
     }
   }
 
@@ -45,7 +47,7 @@ export class ConfigReader {
     const value = obj[key];
     const at = join(path, key);
     if (value === undefined || value === null || value === '') {
-      if (options.required !== false) this.problem(at, 'required');
+      if (options.required !== false) this.problem(at, 'required', 'required');
       return undefined;
     }
     if (typeof value !== 'string') {
@@ -63,7 +65,7 @@ export class ConfigReader {
     const value = obj[key];
     const at = join(path, key);
     if (value === undefined || value === null) {
-      if (options.required !== false) this.problem(at, 'required');
+      if (options.required !== false) this.problem(at, 'required', 'required');
       return undefined;
     }
     if (typeof value !== 'boolean') {
@@ -82,7 +84,7 @@ export class ConfigReader {
     const value = obj[key];
     const at = join(path, key);
     if (value === undefined || value === null) {
-      if (options.required !== false) this.problem(at, 'required');
+      if (options.required !== false) this.problem(at, 'required', 'required');
       return undefined;
     }
     if (!Array.isArray(value) || value.some((v) => typeof v !== 'string' || v === '')) {
@@ -162,7 +164,7 @@ export function loadYamlFile(path: string): unknown {
   try {
     return parseYaml(text, { prettyErrors: true, uniqueKeys: true });
   } catch (err) {
-    throw new ConfigError(path, [`YAML syntax: ${errorText(err)}`]);
+    throw new ConfigError(path, [problem('', `YAML syntax: ${errorText(err)}`)]);
   }
 }
 

@@ -1,3 +1,4 @@
+import { problem, type Problem, type Result } from '../lib/errors.ts';
 import { SHARE_TOKEN } from '../lib/share/spec.ts';
 import { agentResources, containerSecurityContext, podSpecBase, tmpMount, tmpVolume } from './pod.ts';
 import {
@@ -27,25 +28,24 @@ export interface ValidAccess {
   readonly bindPort: number;
 }
 
-export type AccessValidation = { ok: true; access: ValidAccess } | { ok: false; problems: string[] };
-
 /** What the CRD schema cannot check: the child names must be DNS labels. */
-export function validateAccess(access: Access): AccessValidation {
-  const problems: string[] = [];
+export function validateAccess(access: Access): Result<ValidAccess> {
+  const problems: Problem[] = [];
   const { name, namespace = '' } = access.metadata;
   if (name.length > MAX_NAME || !DNS1035.test(accessChildName(name))) {
     problems.push(
-      `metadata.name: must be a DNS label of at most ${MAX_NAME} characters (it names the Service ${accessChildName(name)})`,
+      problem(
+        'metadata.name',
+        `must be a DNS label of at most ${MAX_NAME} characters (it names the Service ${accessChildName(name)})`,
+      ),
     );
   }
   const shareToken = access.spec?.shareToken ?? '';
-  if (!SHARE_TOKEN.test(shareToken)) problems.push('spec.shareToken: must be a share token (a DNS label)');
+  if (!SHARE_TOKEN.test(shareToken)) problems.push(problem('spec.shareToken', 'must be a share token (a DNS label)'));
   const bindPort = access.spec?.bindPort ?? DEFAULT_BIND_PORT;
   if (!Number.isInteger(bindPort) || bindPort < 1 || bindPort > 65535)
-    problems.push('spec.bindPort: must be a port number 1-65535');
-  return problems.length > 0
-    ? { ok: false, problems }
-    : { ok: true, access: { name, namespace, shareToken, bindPort } };
+    problems.push(problem('spec.bindPort', 'must be a port number 1-65535', 'not_allowed'));
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, value: { name, namespace, shareToken, bindPort } };
 }
 
 /** The private share an Access reaches: the Share in the same namespace whose token is `shareToken`. */

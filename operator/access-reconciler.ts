@@ -1,3 +1,4 @@
+import { problemText } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { applyChild } from './apply.ts';
 import type { Caches } from './caches.ts';
@@ -63,8 +64,14 @@ export class AccessReconciler implements Reconciler {
 
     const validation = validateAccess(access);
     if (!validation.ok)
-      return await this.report.notReady(access, {}, 'InvalidSpec', validation.problems.join('; '), 'invalid');
-    const valid = validation.access;
+      return await this.report.notReady(
+        access,
+        {},
+        'InvalidSpec',
+        validation.problems.map(problemText).join('; '),
+        'invalid',
+      );
+    const valid = validation.value;
     const share = findShare(caches.shares.list(), namespace, valid.shareToken);
     if (!share)
       return await this.report.notReady(

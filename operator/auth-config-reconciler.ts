@@ -83,13 +83,13 @@ export class AuthConfigReconciler implements Reconciler {
     const ordered = this.deps.caches.shares.list().filter((s) => s.spec?.oauth && !s.metadata.deletionTimestamp);
     ordered.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''));
     for (const share of ordered) {
-      const v = validateShare(share, install.installation);
-      if (v.ok && !seen.has(v.share.token)) {
-        seen.add(v.share.token);
-        shares.push(v.share);
+      const v = validateShare(share, install.value);
+      if (v.ok && !seen.has(v.value.token)) {
+        seen.add(v.value.token);
+        shares.push(v.value);
       }
     }
-    const config = toYaml(authFrontendConfig(install.installation, shares));
+    const config = toYaml(authFrontendConfig(install.value, shares));
     if (config === this.lastApplied) return { result: 'success' };
     const { namespace, name } = this.deps.secret;
     const secret: KubeObject = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { EnrollmentFile } from '../lib/remoting/files.ts';
-import { SvcError } from '../lib/errors.ts';
+import { SvcError, problemText } from '../lib/errors.ts';
 import {
   ENROLLMENT_FILE_KEY,
   controllerFailure,
@@ -42,7 +42,7 @@ describe('validateEnrollment', () => {
     const v = validateEnrollment(owner({ controllerUrl: 'ftp://x', accountTokenSecretRef: {} }, 'n'.repeat(60)));
     expect(v.ok).toBe(false);
     if (!v.ok) {
-      expect(v.problems).toEqual([
+      expect(v.problems.map(problemText)).toEqual([
         expect.stringMatching(/^metadata\.name: at most 53 characters/),
         'spec.controllerUrl: must be an absolute http or https URL, got "ftp://x"',
         'spec.accountTokenSecretRef.name: required',
@@ -137,7 +137,7 @@ describe('controllerFailure', () => {
     ['unauthorized', 'AccountTokenInvalid', false],
     ['agent_controller_not_configured', 'RemotingNotConfigured', false],
     ['internal_error', 'EnrollmentFailed', true],
-  ])('%s → %s', (code, reason, retry) => {
+  ] as const)('%s → %s', (code, reason, retry) => {
     expect(controllerFailure(new SvcError(code, 'x'))).toEqual({ reason, retry });
   });
 });

@@ -1,5 +1,6 @@
 import type { EnrollmentFile } from '../lib/remoting/files.ts';
-import { SvcError } from '../lib/errors.ts';
+import type { ConditionReason } from '../lib/error-codes.ts';
+import { SvcError, problem, type Problem, type Result } from '../lib/errors.ts';
 import { agentResources, containerSecurityContext, podSecurityContext, tmpMount, tmpVolume } from './pod.ts';
 import {
   AGENT_ENROLLMENTS,
@@ -81,13 +82,14 @@ export interface ValidEnrollment {
 }
 
 /** Checks what the CRD cannot; every problem with its field path. */
-export function validateEnrollment(
-  e: AgentEnrollment,
-): { ok: true; value: ValidEnrollment } | { ok: false; problems: string[] } {
-  const problems: string[] = [];
+export function validateEnrollment(e: AgentEnrollment): Result<ValidEnrollment> {
+  const problems: Problem[] = [];
   if (e.metadata.name.length > MAX_NAME) {
     problems.push(
-      `metadata.name: at most ${MAX_NAME} characters (it names the Deployment ${enrollmentChildName(e.metadata.name)})`,
+      problem(
+        'metadata.name',
+        `at most ${MAX_NAME} characters (it names the Deployment ${enrollmentChildName(e.metadata.name)})`,
+      ),
     );
   }
   const spec = e.spec ?? {};
@@ -96,18 +98,23 @@ export function validateEnrollment(
     const url = new URL(spec.controllerUrl ?? '');
     if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname) throw new Error('scheme');
     if (url.pathname !== '/' && url.pathname !== '') {
-      problems.push('spec.controllerUrl: must be the controller base URL without a path (the API is at /api/v1)');
+      problems.push(
+        problem('spec.controllerUrl', 'must be the controller base URL without a path (the API is at /api/v1)'),
+      );
     }
     controllerUrl = url.origin;
   } catch {
     problems.push(
-      `spec.controllerUrl: must be an absolute http or https URL, got ${JSON.stringify(spec.controllerUrl ?? '')}`,
+      problem(
+        'spec.controllerUrl',
+        `must be an absolute http or https URL, got ${JSON.stringify(spec.controllerUrl ?? '')}`,
+      ),
     );
   }
   const secretName = spec.accountTokenSecretRef?.name ?? '';
   const secretKey = spec.accountTokenSecretRef?.key ?? '';
-  if (!secretName) problems.push('spec.accountTokenSecretRef.name: required');
-  if (!secretKey) problems.push('spec.accountTokenSecretRef.key: required');
+  if (!secretName) problems.push(problem('spec.accountTokenSecretRef.name', 'required', 'required'));
+  if (!secretKey) problems.push(problem('spec.accountTokenSecretRef.key', 'required', 'required'));
   if (problems.length > 0) return { ok: false, problems };
   return { ok: true, value: { controllerUrl, secretName, secretKey, description: spec.description ?? '' } };
 }
@@ -254,7 +261,7 @@ export function desiredEnvironmentAgent(
  * `EnrollmentFailed` are retried with backoff; an invalid account token or a controller without
  * remoting wait for a change (and are re-checked every minute, as the token Secret is not watched).
  */
-export function controllerFailure(err: unknown): { reason: string; retry: boolean } {
+export function controllerFailure(err: unknown): { reason: ConditionReason; retry: boolean } {
   const code = err instanceof SvcError ? err.code : '';
   if (code === 'controller_unreachable' || code === 'bad_response')
     return { reason: 'ControllerUnreachable', retry: true };

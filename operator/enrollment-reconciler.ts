@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import type { EnrollmentFile } from '../lib/remoting/files.ts';
 import { callApi } from '../lib/api-client.ts';
-import { SvcError, errorText } from '../lib/errors.ts';
+import { SvcError, errorText, problem, problemText, type Result } from '../lib/errors.ts';
+import type { ConditionReason } from '../lib/error-codes.ts';
 import type { Logger } from '../lib/logger.ts';
 import { applyChild } from './apply.ts';
 import type { Caches } from './caches.ts';
@@ -93,7 +94,8 @@ export class EnrollmentReconciler implements Reconciler {
 
     const validation = validateEnrollment(e);
     if (!validation.ok) {
-      return await this.notReady(e, 'InvalidSpec', validation.problems.join('; '), 'invalid', undefined);
+      const message = validation.problems.map(problemText).join('; ');
+      return await this.notReady(e, 'InvalidSpec', message, 'invalid', undefined);
     }
     const spec = validation.value;
     const finalizers = e.metadata.finalizers ?? [];
@@ -136,11 +138,12 @@ export class EnrollmentReconciler implements Reconciler {
 
     if (!state?.enrollment) {
       const token = await this.accountToken(e, spec);
-      if (typeof token !== 'string') {
-        return await this.notReady(e, 'AccountTokenMissing', token.problem, 'waiting', state, RECHECK_MS);
+      if (!token.ok) {
+        const message = token.problems.map(problemText).join('; ');
+        return await this.notReady(e, 'AccountTokenMissing', message, 'waiting', state, RECHECK_MS);
       }
       try {
-        state = await this.enroll(e, spec, token, state);
+        state = await this.enroll(e, spec, token.value, state);
       } catch (err) {
         const { reason, retry } = controllerFailure(err);
         const outcome = await this.notReady(e, reason, errorText(err), 'waiting', state, retry ? undefined : 60_000);
@@ -248,9 +251,9 @@ export class EnrollmentReconciler implements Reconciler {
     const validation = validateEnrollment(e);
     if (state && validation.ok) {
       const token = await this.accountToken(e, validation.value);
-      if (typeof token === 'string') {
+      if (token.ok) {
         try {
-          await this.release(e, state, validation.value, token);
+          await this.release(e, state, validation.value, token.value);
         } catch (err) {
           const { reason } = controllerFailure(err);
           await this.notReady(e, reason, `cannot unenroll: ${errorText(err)}`, 'waiting', state);
@@ -265,7 +268,7 @@ export class EnrollmentReconciler implements Reconciler {
           e,
           'Warning',
           'UnenrollSkipped',
-          `${token.problem}: environment ${state.envZId} stays at ${state.controllerUrl} (disable it with svc disable)`,
+          `${token.problems.map(problemText).join('; ')}: environment ${state.envZId} stays at ${state.controllerUrl} (disable it with svc disable)`,
         );
       }
     }
@@ -311,18 +314,20 @@ export class EnrollmentReconciler implements Reconciler {
   }
 
   /** The account token from spec.accountTokenSecretRef, or why there is none (never the value). */
-  private async accountToken(e: AgentEnrollment, spec: ValidEnrollment): Promise<string | { problem: string }> {
+  private async accountToken(e: AgentEnrollment, spec: ValidEnrollment): Promise<Result<string>> {
     const where = `Secret ${spec.secretName} key ${spec.secretKey}`;
     let secret: KubeObject;
     try {
       secret = await this.deps.client.get(resourcePath(SECRETS, e.metadata.namespace, spec.secretName));
     } catch (err) {
-      if (isNotFound(err)) return { problem: `${where}: the Secret does not exist` };
+      if (isNotFound(err)) return { ok: false, problems: [problem(where, 'the Secret does not exist', 'not_found')] };
       throw err;
     }
     const value = (secret.data as Record<string, string> | undefined)?.[spec.secretKey];
     const token = value === undefined ? '' : Buffer.from(value, 'base64').toString('utf8').trim();
-    return token ? token : { problem: `${where}: the key is missing or empty` };
+    return token
+      ? { ok: true, value: token }
+      : { ok: false, problems: [problem(where, 'the key is missing or empty', 'required')] };
   }
 
   private async readState(e: AgentEnrollment): Promise<EnrollmentState | undefined> {
@@ -362,7 +367,7 @@ export class EnrollmentReconciler implements Reconciler {
   /** Ready=False, keeping what is known of the enrollment (envZId, whether an enrollment file exists). */
   private notReady(
     e: AgentEnrollment,
-    reason: string,
+    reason: ConditionReason,
     message: string,
     result: 'invalid' | 'waiting',
     state: EnrollmentState | undefined,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../lib/logger.ts';
+import type { ConditionReason } from '../lib/error-codes.ts';
 import { errorText } from '../lib/errors.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { EVENTS, resourcePath, type KubeObject } from '../lib/kube/resources.ts';
@@ -22,11 +23,11 @@ export class EventRecorder {
     this.instance = instance;
   }
 
-  record(object: KubeObject, type: EventType, reason: string, message: string): void {
+  record(object: KubeObject, type: EventType, reason: ConditionReason, message: string): void {
     void this.send(object, type, reason, message);
   }
 
-  private async send(object: KubeObject, type: EventType, reason: string, message: string): Promise<void> {
+  private async send(object: KubeObject, type: EventType, reason: ConditionReason, message: string): Promise<void> {
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
     const namespace = object.metadata.namespace ?? 'default';
     const event: KubeObject = {

@@ -1,4 +1,5 @@
 import type { Logger } from '../lib/logger.ts';
+import { problem, problemText } from '../lib/errors.ts';
 import { parseInstallation, type InstallationResult } from './installation.ts';
 import type { KubeObject } from '../lib/kube/resources.ts';
 import type { WatchSource } from './watches.ts';
@@ -43,16 +44,16 @@ export class InstallationState implements InstallationView {
   private read(secret: KubeObject | undefined): void {
     const installation = secret
       ? parseInstallation(secret.data as Record<string, string> | undefined)
-      : { ok: false as const, problems: ['the Secret does not exist'] };
+      : { ok: false as const, problems: [problem('', 'the Secret does not exist', 'not_found')] };
     this.installation = installation;
     if (installation.ok)
       this.logger.info(
-        { secret: this.where, providers: installation.installation.oauth.providers.map((p) => p.name) },
+        { secret: this.where, providers: installation.value.oauth.providers.map((p) => p.name) },
         'installation frontend settings loaded',
       );
     else
       this.logger.error(
-        { secret: this.where, problems: installation.problems },
+        { secret: this.where, problems: installation.problems.map(problemText) },
         'installation frontend Secret is unusable; OAuth shares wait for it',
       );
   }

@@ -1,6 +1,6 @@
 import { parse as parseYaml } from 'yaml';
 import { ConfigReader } from '../lib/config-reader.ts';
-import { errorText } from '../lib/errors.ts';
+import { errorText, problem, type Result } from '../lib/errors.ts';
 import { readOAuth, type OAuthConfig } from '../lib/config/frontend.ts';
 
 /** Key of the installation's frontend Secret that holds the `oauth:` section (CONTRACTS.md). */
@@ -16,7 +16,7 @@ export interface Installation {
   readonly oauth: OAuthConfig;
 }
 
-export type InstallationResult = { ok: true; installation: Installation } | { ok: false; problems: string[] };
+export type InstallationResult = Result<Installation>;
 
 /**
  * Parses the Secret's `oauth.yaml`: either the `oauth:` section itself or a document with a
@@ -24,19 +24,23 @@ export type InstallationResult = { ok: true; installation: Installation } | { ok
  */
 export function parseInstallation(data: Record<string, string> | undefined): InstallationResult {
   const encoded = data?.[FRONTEND_SECRET_KEY];
-  if (encoded === undefined) return { ok: false, problems: [`key ${FRONTEND_SECRET_KEY} is missing`] };
+  if (encoded === undefined)
+    return { ok: false, problems: [problem('', `key ${FRONTEND_SECRET_KEY} is missing`, 'required')] };
   let doc: unknown;
   try {
     doc = parseYaml(Buffer.from(encoded, 'base64').toString('utf8'), { uniqueKeys: true });
   } catch (err) {
-    return { ok: false, problems: [`${FRONTEND_SECRET_KEY}: YAML syntax: ${errorText(err).split('\n')[0] ?? ''}`] };
+    return {
+      ok: false,
+      problems: [problem(FRONTEND_SECRET_KEY, `YAML syntax: ${errorText(err).split('\n')[0] ?? ''}`)],
+    };
   }
   const section = isMapping(doc) && isMapping(doc.oauth) ? doc.oauth : doc;
   const r = new ConfigReader();
   const oauth = readOAuth(r, section);
   if (!oauth || r.problems.length > 0 || !isMapping(section))
-    return { ok: false, problems: r.problems.length > 0 ? r.problems : ['oauth: must be a mapping'] };
-  return { ok: true, installation: { section, oauth } };
+    return { ok: false, problems: r.problems.length > 0 ? r.problems : [problem('oauth', 'must be a mapping')] };
+  return { ok: true, value: { section, oauth } };
 }
 
 /** The public URL of a share: `<scheme>://<token>.<domain>[:port]`, scheme and port from endpoint_url. */

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { parseBindAddress } from '../lib/config-reader.ts';
+import { ConfigReader, parseBindAddress } from '../lib/config-reader.ts';
 import { ConfigError } from '../lib/errors.ts';
 
 /** Validated operator settings (CONTRACTS.md "Operator flags"). */
@@ -46,43 +46,44 @@ const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0
 
 /** Validates the `svc operator` flags, reporting every problem at once. */
 export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
-  const problems: string[] = [];
+  const r = new ConfigReader();
   const scope = flags.namespaceScope ?? '';
-  if (!scope) problems.push('--namespace-scope: required (a namespace, or "all")');
+  if (!scope) r.problem('--namespace-scope', 'required (a namespace, or "all")', 'required');
   else if (scope !== 'all' && (!DNS_LABEL.test(scope) || scope.length > 63))
-    problems.push(`--namespace-scope: must be a namespace name or "all", got ${JSON.stringify(scope)}`);
-  const frontendSecret = namespacedName(flags.frontendSecret, '--frontend-secret', problems);
-  let authSecret = flags.authSecret ? namespacedName(flags.authSecret, '--auth-secret', problems) : undefined;
+    r.problem('--namespace-scope', `must be a namespace name or "all", got ${JSON.stringify(scope)}`);
+  const frontendSecret = namespacedName(flags.frontendSecret, '--frontend-secret', r);
+  let authSecret = flags.authSecret ? namespacedName(flags.authSecret, '--auth-secret', r) : undefined;
   if (!authSecret && frontendSecret) {
     const release = frontendSecret.name.replace(/-frontend$/, '');
     authSecret = { namespace: frontendSecret.namespace, name: `${release}-auth-frontend` };
   }
   const shareDomain = (flags.shareDomain ?? '').toLowerCase();
-  if (!shareDomain) problems.push('--share-domain: required (share hosts are <token>.<domain>)');
+  if (!shareDomain) r.problem('--share-domain', 'required (share hosts are <token>.<domain>)', 'required');
   else if (!DNS_SUBDOMAIN.test(shareDomain) || shareDomain.length > 190)
-    problems.push(`--share-domain: must be a DNS domain such as share.example.com, got ${JSON.stringify(shareDomain)}`);
+    r.problem('--share-domain', `must be a DNS domain such as share.example.com, got ${JSON.stringify(shareDomain)}`);
   const ingressClass = flags.ingressClass ?? '';
   if (ingressClass && (!DNS_SUBDOMAIN.test(ingressClass) || ingressClass.length > 253))
-    problems.push(`--ingress-class: must be an IngressClass name, got ${JSON.stringify(ingressClass)}`);
+    r.problem('--ingress-class', `must be an IngressClass name, got ${JSON.stringify(ingressClass)}`);
   const annotations: Record<string, string> = {};
   for (const pair of flags.ingressAnnotation ?? []) {
     const eq = pair.indexOf('=');
-    if (eq <= 0) problems.push(`--ingress-annotation: must be key=value, got ${JSON.stringify(pair)}`);
+    if (eq <= 0) r.problem('--ingress-annotation', `must be key=value, got ${JSON.stringify(pair)}`);
     else annotations[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   const image = flags.image ?? '';
-  if (!image) problems.push('--image: required (the svc container image the share pods run)');
-  else if (/\s/.test(image)) problems.push('--image: must not contain whitespace');
+  if (!image) r.problem('--image', 'required (the svc container image the share pods run)', 'required');
+  else if (/\s/.test(image)) r.problem('--image', 'must not contain whitespace');
   const metricsListen = parseBindAddress(flags.metricsListen ?? '0.0.0.0:8080');
   if (!metricsListen)
-    problems.push(
-      `--metrics-listen: must be ip:port (for example 0.0.0.0:8080), got ${JSON.stringify(flags.metricsListen)}`,
+    r.problem(
+      '--metrics-listen',
+      `must be ip:port (for example 0.0.0.0:8080), got ${JSON.stringify(flags.metricsListen)}`,
     );
   const concurrency = Number(flags.concurrency ?? '4');
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
-    problems.push('--concurrency: must be an integer 1-64');
-  if (problems.length > 0 || !frontendSecret || !authSecret || !metricsListen)
-    throw new ConfigError('svc operator flags', problems);
+    r.problem('--concurrency', 'must be an integer 1-64');
+  if (r.problems.length > 0 || !frontendSecret || !authSecret || !metricsListen)
+    throw new ConfigError('svc operator flags', r.problems);
   return {
     ...(scope === 'all' ? {} : { namespace: scope }),
     frontendSecret,
@@ -101,15 +102,15 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
 function namespacedName(
   text: string | undefined,
   flag: string,
-  problems: string[],
+  r: ConfigReader,
 ): { namespace: string; name: string } | undefined {
   if (!text) {
-    problems.push(`${flag}: required as <namespace>/<name>`);
+    r.problem(flag, 'required as <namespace>/<name>', 'required');
     return undefined;
   }
   const [namespace, name, ...rest] = text.split('/');
   if (!namespace || !name || rest.length > 0 || !DNS_LABEL.test(namespace) || !DNS_SUBDOMAIN.test(name)) {
-    problems.push(`${flag}: must be <namespace>/<name>, got ${JSON.stringify(text)}`);
+    r.problem(flag, `must be <namespace>/<name>, got ${JSON.stringify(text)}`);
     return undefined;
   }
   return { namespace, name };

@@ -1,4 +1,5 @@
 import { parse as parseYaml } from 'yaml';
+import { problemText } from '../lib/errors.ts';
 import { describe, expect, it } from 'vitest';
 import { parseInstallation, type Installation } from './installation.ts';
 import type { Share } from '../lib/kube/resources.ts';
@@ -19,8 +20,8 @@ const section = {
 
 function installation(): Installation {
   const r = parseInstallation({ 'oauth.yaml': Buffer.from(JSON.stringify({ oauth: section })).toString('base64') });
-  if (!r.ok) throw new Error(r.problems.join('; '));
-  return r.installation;
+  if (!r.ok) throw new Error(r.problems.map(problemText).join('; '));
+  return r.value;
 }
 
 function share(name: string, spec: Share['spec']): Share {
@@ -34,8 +35,8 @@ function share(name: string, spec: Share['spec']): Share {
 
 function valid(s: Share, inst: Installation | undefined = installation()): ValidShare {
   const v = validateShare(s, inst);
-  if (!v.ok) throw new Error(v.problems.join('; '));
-  return v.share;
+  if (!v.ok) throw new Error(v.problems.map(problemText).join('; '));
+  return v.value;
 }
 
 describe('validateShare', () => {
@@ -55,8 +56,8 @@ describe('validateShare', () => {
     );
     expect(v.ok).toBe(false);
     if (v.ok) return;
-    expect(v.reason).toBe('InvalidSpec');
-    expect(v.problems).toEqual([
+    expect(v.problems.some((p) => p.code === 'not_ready')).toBe(false);
+    expect(v.problems.map(problemText)).toEqual([
       expect.stringMatching(/^metadata\.name: must be a DNS label/),
       expect.stringMatching(/^spec\.target: must be a directory under \/srv\/share/),
       'spec.webVolume: set exactly one of configMap or persistentVolumeClaim for backendMode web',
@@ -71,7 +72,7 @@ describe('validateShare', () => {
       share('a', { backendMode: 'proxy', target: 'http://x', oauth: { provider: 'google' } }),
       undefined,
     );
-    expect(v).toMatchObject({ ok: false, reason: 'InstallationNotReady' });
+    expect(v).toMatchObject({ ok: false, problems: [{ code: 'not_ready' }] });
   });
 
   it('rejects names whose Service name would exceed a DNS label', () => {

@@ -1,6 +1,7 @@
 import type { ShareIngressOptions } from './options.ts';
 import { stringify as toYaml } from 'yaml';
-import { errorText } from '../lib/errors.ts';
+import type { ProblemCode } from '../lib/error-codes.ts';
+import { errorText, problem, type Problem, type Result } from '../lib/errors.ts';
 import { compileGlob } from '../lib/glob.ts';
 import { parseDuration } from '../lib/duration.ts';
 import { DEFAULT_CHECK_INTERVAL, SHARE_TOKEN } from '../lib/share/spec.ts';
@@ -42,9 +43,6 @@ export interface ValidShare {
   readonly oauth?: { provider: string; emailAddressPatterns: string[]; checkInterval: string };
 }
 
-export type ShareValidation =
-  { ok: true; share: ValidShare } | { ok: false; reason: 'InvalidSpec' | 'InstallationNotReady'; problems: string[] };
-
 /** Child names are `svc-share-<name>`; a Service name must be a DNS-1035 label (≤ 63). */
 const MAX_NAME = 63 - 'svc-share-'.length;
 const DNS1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
@@ -60,75 +58,73 @@ export function frontendSecretName(shareName: string): string {
 /**
  * Checks what the CRD schema cannot: names that must fit child objects, target shape per backend
  * mode, email globs, the OAuth provider against the installation's providers. Every problem is
- * reported with its field path, at once.
+ * reported with its field path, at once. An OAuth share while the installation's settings are
+ * unusable fails with one `not_ready` problem (the reconciler waits instead of calling it invalid).
  */
-export function validateShare(share: Share, installation: Installation | undefined): ShareValidation {
-  const problems: string[] = [];
+export function validateShare(share: Share, installation: Installation | undefined): Result<ValidShare> {
+  const problems: Problem[] = [];
+  const bad = (path: string, message: string, code?: ProblemCode) => problems.push(problem(path, message, code));
   const { name, namespace = '', uid = '' } = share.metadata;
   const spec = share.spec ?? {};
   if (name.length > MAX_NAME || !DNS1035.test(childName(name))) {
-    problems.push(
-      `metadata.name: must be a DNS label of at most ${MAX_NAME} characters (it names the Service ${childName(name)})`,
+    bad(
+      'metadata.name',
+      `must be a DNS label of at most ${MAX_NAME} characters (it names the Service ${childName(name)})`,
     );
   }
   const token = spec.token ?? deriveToken(uid);
   if (!SHARE_TOKEN.test(token))
-    problems.push('spec.token: must be a DNS label: lower-case letters, digits and -, at most 63 characters');
+    bad('spec.token', 'must be a DNS label: lower-case letters, digits and -, at most 63 characters');
   const shareMode = spec.shareMode ?? 'public';
   const backendMode = spec.backendMode ?? 'proxy';
   const target = spec.target ?? '';
   if (backendMode === 'proxy') {
     if (!isHttpUrl(target))
-      problems.push(
-        `spec.target: must be an absolute http or https URL for backendMode proxy, got ${JSON.stringify(target)}`,
-      );
-    if (spec.webVolume) problems.push('spec.webVolume: only applies to backendMode web');
+      bad('spec.target', `must be an absolute http or https URL for backendMode proxy, got ${JSON.stringify(target)}`);
+    if (spec.webVolume) bad('spec.webVolume', 'only applies to backendMode web', 'not_allowed');
   } else {
     if (!(target === WEB_ROOT || target.startsWith(`${WEB_ROOT}/`)) || target.split('/').includes('..')) {
-      problems.push(
-        `spec.target: must be a directory under ${WEB_ROOT} (where spec.webVolume is mounted), got ${JSON.stringify(target)}`,
+      bad(
+        'spec.target',
+        `must be a directory under ${WEB_ROOT} (where spec.webVolume is mounted), got ${JSON.stringify(target)}`,
       );
     }
     const sources = [spec.webVolume?.configMap, spec.webVolume?.persistentVolumeClaim].filter(Boolean);
     if (sources.length !== 1)
-      problems.push('spec.webVolume: set exactly one of configMap or persistentVolumeClaim for backendMode web');
+      bad('spec.webVolume', 'set exactly one of configMap or persistentVolumeClaim for backendMode web', 'required');
   }
   let oauth: ValidShare['oauth'];
   if (spec.oauth) {
     const provider = spec.oauth.provider ?? '';
-    if (shareMode !== 'public') problems.push('spec.oauth: only applies to public shares');
+    if (shareMode !== 'public') bad('spec.oauth', 'only applies to public shares', 'not_allowed');
     const emailAddressPatterns = spec.oauth.emailAddressPatterns ?? [];
     emailAddressPatterns.forEach((pattern, i) => {
       try {
         compileGlob(pattern);
       } catch (err) {
-        problems.push(`spec.oauth.emailAddressPatterns[${i}]: ${errorText(err)}`);
+        bad(`spec.oauth.emailAddressPatterns[${i}]`, errorText(err));
       }
     });
     const checkInterval = spec.oauth.checkInterval ?? DEFAULT_CHECK_INTERVAL;
     if (parseDuration(checkInterval) === undefined)
-      problems.push(
-        `spec.oauth.checkInterval: must be a duration such as 30m or 3h, got ${JSON.stringify(checkInterval)}`,
-      );
+      bad('spec.oauth.checkInterval', `must be a duration such as 30m or 3h, got ${JSON.stringify(checkInterval)}`);
     if (installation) {
       const names = installation.oauth.providers.map((p) => p.name);
       if (!names.includes(provider)) {
-        problems.push(
-          `spec.oauth.provider: unknown provider ${JSON.stringify(provider)} (the installation configures: ${names.join(', ') || 'none'})`,
+        bad(
+          'spec.oauth.provider',
+          `unknown provider ${JSON.stringify(provider)} (the installation configures: ${names.join(', ') || 'none'})`,
+          'unknown_provider',
         );
       }
     }
     oauth = { provider, emailAddressPatterns, checkInterval };
   }
-  if (problems.length > 0) return { ok: false, reason: 'InvalidSpec', problems };
+  if (problems.length > 0) return { ok: false, problems };
   if (oauth && !installation) {
-    return {
-      ok: false,
-      reason: 'InstallationNotReady',
-      problems: [
-        'the installation frontend Secret is missing or invalid, so OAuth shares cannot be configured (see the operator log)',
-      ],
-    };
+    const message =
+      'the installation frontend Secret is missing or invalid, so OAuth shares cannot be configured (see the operator log)';
+    return { ok: false, problems: [problem('', message, 'not_ready')] };
   }
   const valid: ValidShare = {
     name,
@@ -144,10 +140,10 @@ export function validateShare(share: Share, installation: Installation | undefin
     try {
       parseFrontendConfig(sidecarConfig(valid, installation), 'sidecar config');
     } catch (err) {
-      return { ok: false, reason: 'InvalidSpec', problems: [`the sidecar would reject its config: ${errorText(err)}`] };
+      return { ok: false, problems: [problem('', `the sidecar would reject its config: ${errorText(err)}`)] };
     }
   }
-  return { ok: true, share: valid };
+  return { ok: true, value: valid };
 }
 
 /**

@@ -1,4 +1,6 @@
 import type { ShareIngressOptions } from './options.ts';
+import type { ConditionReason } from '../lib/error-codes.ts';
+import { problemText } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { applyChild, deleteChild, type ApplyOutcome } from './apply.ts';
 import type { Caches } from './caches.ts';
@@ -70,16 +72,17 @@ export class ShareReconciler implements Reconciler {
     if (!share || share.metadata.deletionTimestamp) return { result: 'success' };
 
     const install = installation.current();
-    const validation = validateShare(share, install?.ok ? install.installation : undefined);
+    const validation = validateShare(share, install?.ok ? install.value : undefined);
     if (!validation.ok) {
+      const waiting = validation.problems.some((p) => p.code === 'not_ready');
       return await this.notReady(
         share,
-        validation.reason,
-        validation.problems.join('; '),
-        validation.reason === 'InvalidSpec' ? 'invalid' : 'waiting',
+        waiting ? 'InstallationNotReady' : 'InvalidSpec',
+        validation.problems.map(problemText).join('; '),
+        waiting ? 'waiting' : 'invalid',
       );
     }
-    const valid = validation.share;
+    const valid = validation.value;
     const holder = this.tokenHolder(share, valid.token);
     if (holder)
       return await this.notReady(
@@ -93,7 +96,7 @@ export class ShareReconciler implements Reconciler {
       image,
       domain,
       ...(ingress ? { ingress } : {}),
-      ...(install?.ok ? { installation: install.installation } : {}),
+      ...(install?.ok ? { installation: install.value } : {}),
     });
     const created: string[] = [];
     const apply = async (resource: Resource, desired: KubeObject | undefined, childName: string): Promise<void> => {
@@ -115,7 +118,7 @@ export class ShareReconciler implements Reconciler {
 
     const endpoints =
       valid.shareMode === 'public'
-        ? [frontendEndpoint(valid.token, domain, install?.ok ? install.installation.oauth.endpointUrl : undefined)]
+        ? [frontendEndpoint(valid.token, domain, install?.ok ? install.value.oauth.endpointUrl : undefined)]
         : [];
     const parts = [
       'Deployment',
@@ -145,7 +148,7 @@ export class ShareReconciler implements Reconciler {
   /** Ready=False; the token stays in status unless the spec is invalid (it may be the wrong one). */
   private notReady(
     share: Share,
-    reason: string,
+    reason: ConditionReason,
     message: string,
     result: 'invalid' | 'waiting',
   ): Promise<ReconcileResult> {

@@ -60,7 +60,10 @@ describe('jsonEqual / containsDesired', () => {
 
 describe('installation', () => {
   it('names the missing key and field problems without values', () => {
-    expect(parseInstallation({})).toEqual({ ok: false, problems: ['key oauth.yaml is missing'] });
+    expect(parseInstallation({})).toEqual({
+      ok: false,
+      problems: [{ path: '', code: 'required', message: 'key oauth.yaml is missing' }],
+    });
     const bad = parseInstallation({
       'oauth.yaml': Buffer.from('oauth:\n  signing_key: short-secret\n').toString('base64'),
     });

@@ -1,3 +1,4 @@
+import type { ConditionReason } from '../lib/error-codes.ts';
 import type { Logger } from '../lib/logger.ts';
 import { writeStatus } from './apply.ts';
 import { findCondition, statusWith, type ConditionInput } from './conditions.ts';
@@ -35,7 +36,7 @@ export class StatusReporter<T extends WithStatus, F extends object> {
   async notReady(
     obj: T,
     fields: F,
-    reason: string,
+    reason: ConditionReason,
     message: string,
     result: 'invalid' | 'waiting',
     requeueAfterMs?: number,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../lib/errors.ts';
+import { ConfigError, problemText } from '../lib/errors.ts';
 import { parseServeConfig, shareUrl } from './config.ts';
 
 const oauth = {
@@ -51,7 +51,7 @@ describe('parseServeConfig', () => {
       error = err;
     }
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).problems).toEqual([
+    expect((error as ConfigError).problems.map(problemText)).toEqual([
       'datadir: unknown field (known: data_dir, frontend, oauth, controller, agent_controller)',
       'frontend.colour: unknown field (known: listen, domain, endpoint_url, metrics_listen)',
       'frontend.listen: must be ip:port (for example 0.0.0.0:8080), got "nowhere"',

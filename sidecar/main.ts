@@ -1,5 +1,5 @@
 import { watchFile, unwatchFile } from 'node:fs';
-import { ConfigError, errorText } from '../lib/errors.ts';
+import { ConfigError, errorText, problemText } from '../lib/errors.ts';
 import { createLogger } from '../lib/logger.ts';
 import { untilSignal } from '../lib/signals.ts';
 import { loadFrontendConfig, type FrontendConfig } from '../lib/config/frontend.ts';
@@ -35,7 +35,7 @@ export async function runFrontend(path: string): Promise<void> {
       log.info({ shares: next.shares.length }, 'configuration reloaded');
       if (fingerprint(next) !== loaded) log.warn('the oauth section changed; restart the frontend to apply it');
     } catch (err) {
-      const problems = err instanceof ConfigError ? err.problems : [errorText(err)];
+      const problems = err instanceof ConfigError ? err.problems.map(problemText) : [errorText(err)];
       log.error({ problems }, 'configuration change rejected; keeping the previous shares');
     }
   });

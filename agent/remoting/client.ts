@@ -191,7 +191,12 @@ export class RemotingClient {
           id: payload.id,
           ok: false,
           error: known
-            ? { code: err.code, message: err.message, status: err.status }
+            ? {
+                code: err.code,
+                message: err.message,
+                status: err.status,
+                ...(err.problems.length > 0 ? { problems: err.problems } : {}),
+              }
             : { code: 'agent_error', message: 'the agent failed to run the command', status: 500 },
         });
       },

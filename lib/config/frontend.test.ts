@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../errors.ts';
+import { ConfigError, problemText } from '../errors.ts';
 import { parseFrontendConfig } from './frontend.ts';
 
 const valid = () => ({
@@ -40,7 +40,7 @@ function problemsOf(doc: unknown): readonly string[] {
   try {
     parseFrontendConfig(doc, 'test.yaml');
   } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
+    if (err instanceof ConfigError) return err.problems.map(problemText);
     throw err;
   }
   return [];

@@ -8,32 +8,39 @@ import type { KubeObject, KubeList, WatchEvent } from './resources.ts';
 /** The one field manager of every server-side apply the operator issues. */
 export const FIELD_MANAGER = 'svc-operator';
 
-/** A failed API call, translated at this boundary: `status` is the HTTP code (0 = unreachable). */
+/**
+ * A failed API call, translated at this boundary. `kube_api_error`: the API server answered with
+ * `status` and its Status `reason`; `kube_unreachable` (status 503): no answer at all.
+ */
 export class KubeApiError extends SvcError {
-  readonly statusCode: number;
   readonly reason: string;
 
-  constructor(statusCode: number, reason: string, message: string, cause?: unknown) {
-    super(statusCode === 0 ? 'kube_unreachable' : 'kube_api_error', message, {
-      status: statusCode === 0 ? 503 : statusCode,
+  /** `status` 0 means the API server was not reached. */
+  constructor(status: number, reason: string, message: string, cause?: unknown) {
+    super(status === 0 ? 'kube_unreachable' : 'kube_api_error', message, {
+      status: status === 0 ? 503 : status,
       cause,
     });
     this.name = 'KubeApiError';
-    this.statusCode = statusCode;
     this.reason = reason;
   }
 }
 
+/** The API server answered this call with `status`. */
+function answered(err: unknown, status: number): boolean {
+  return err instanceof KubeApiError && err.code === 'kube_api_error' && err.status === status;
+}
+
 export function isNotFound(err: unknown): boolean {
-  return err instanceof KubeApiError && err.statusCode === 404;
+  return answered(err, 404);
 }
 
 export function isConflict(err: unknown): boolean {
-  return err instanceof KubeApiError && err.statusCode === 409;
+  return answered(err, 409);
 }
 
 export function isGone(err: unknown): boolean {
-  return err instanceof KubeApiError && err.statusCode === 410;
+  return answered(err, 410);
 }
 
 export interface RequestObserver {
@@ -239,7 +246,7 @@ async function errorFrom(res: http.IncomingMessage): Promise<KubeApiError> {
   return errorFromText(res.statusCode ?? 0, await readBody(res), 'GET', res.url ?? '');
 }
 
-function errorFromText(statusCode: number, text: string, method: string, path: string): KubeApiError {
+function errorFromText(status: number, text: string, method: string, path: string): KubeApiError {
   let reason = 'Unknown';
   let message = text.slice(0, 500);
   try {
@@ -249,5 +256,5 @@ function errorFromText(statusCode: number, text: string, method: string, path: s
   } catch {
     // not a Status object; keep the raw (truncated) text
   }
-  return new KubeApiError(statusCode, reason, `${method} ${path.split('?')[0]}: ${statusCode} ${reason}: ${message}`);
+  return new KubeApiError(status, reason, `${method} ${path.split('?')[0]}: ${status} ${reason}: ${message}`);
 }

@@ -1,6 +1,6 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { SvcError, errorText } from '../errors.ts';
+import { SvcError, errorText, problem, problemText, type Problem, type Result } from '../errors.ts';
 
 /** The JSON file `svc admin create identity <name>` writes (mode 0600). */
 export interface IdentityFile {
@@ -65,44 +65,48 @@ export function publicKeyFromRaw(raw: string): KeyObject {
  * valid Ed25519 key pair whose z_id matches both the file and the configured `z_id`. Every problem
  * is returned (for the config error), none thrown.
  */
-export function loadIdentity(path: string, expectedZId: string): { identity?: ControllerIdentity; problems: string[] } {
+export function loadIdentity(path: string, expectedZId: string): Result<ControllerIdentity> {
+  const refuse = (message: string): Result<ControllerIdentity> => ({ ok: false, problems: [problem('', message)] });
   let text: string;
   try {
     const mode = statSync(path).mode & 0o777;
     if (mode & 0o077) {
-      return { problems: [`${path} is readable by others (mode ${mode.toString(8)}); run chmod 600 ${path}`] };
+      return refuse(`${path} is readable by others (mode ${mode.toString(8)}); run chmod 600 ${path}`);
     }
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    return { problems: [`cannot read ${path}: ${errorText(err)}`] };
+    return refuse(`cannot read ${path}: ${errorText(err)}`);
   }
   let file: Partial<IdentityFile>;
   try {
     file = JSON.parse(text) as Partial<IdentityFile>;
   } catch {
-    return { problems: [`${path} is not JSON (create one with svc admin create identity <name>)`] };
+    return refuse(`${path} is not JSON (create one with svc admin create identity <name>)`);
   }
   let privateKey: KeyObject;
   try {
     privateKey = createPrivateKey(String(file.privateKey));
     if (privateKey.asymmetricKeyType !== 'ed25519') throw new Error('not Ed25519');
   } catch (err) {
-    return { problems: [`${path}: privateKey is not an Ed25519 PKCS#8 key (${errorText(err)})`] };
+    return refuse(`${path}: privateKey is not an Ed25519 PKCS#8 key (${errorText(err)})`);
   }
   const publicKey = rawPublicKey(createPublicKey(privateKey));
   const zId = zIdOf(publicKey);
-  const problems: string[] = [];
-  if (file.publicKey !== publicKey) problems.push(`${path}: publicKey does not belong to privateKey`);
-  if (file.zId !== zId) problems.push(`${path}: zId ${JSON.stringify(file.zId)} does not match its key (${zId})`);
+  const problems: Problem[] = [];
+  if (file.publicKey !== publicKey) problems.push(problem('', `${path}: publicKey does not belong to privateKey`));
+  if (file.zId !== zId)
+    problems.push(problem('', `${path}: zId ${JSON.stringify(file.zId)} does not match its key (${zId})`));
   if (expectedZId !== zId) {
-    problems.push(`z_id ${JSON.stringify(expectedZId)} is not the identity in ${path} (its z_id is ${zId})`);
+    problems.push(
+      problem('', `z_id ${JSON.stringify(expectedZId)} is not the identity in ${path} (its z_id is ${zId})`),
+    );
   }
-  return problems.length ? { problems } : { identity: { zId, publicKey, privateKey }, problems };
+  return problems.length ? { ok: false, problems } : { ok: true, value: { zId, publicKey, privateKey } };
 }
 
 /** For callers that want an exception (CLI). */
 export function requireIdentity(path: string, zId: string): ControllerIdentity {
-  const { identity, problems } = loadIdentity(path, zId);
-  if (!identity) throw new SvcError('invalid_identity', problems.join('; '), { status: 400 });
-  return identity;
+  const loaded = loadIdentity(path, zId);
+  if (!loaded.ok) throw new SvcError('invalid_identity', loaded.problems.map(problemText).join('; '), { status: 400 });
+  return loaded.value;
 }

@@ -1,4 +1,5 @@
 import { createHash, randomUUID, sign, verify, type KeyObject } from 'node:crypto';
+import type { Problem } from '../errors.ts';
 
 /**
  * The remoting wire protocol between the controller and an enrolled agent (docs/controller.md,
@@ -49,10 +50,12 @@ export interface CommandMessage {
   readonly signature: string;
 }
 
+/** A refused or failed command: the agent's error code, message and status, and the problems of refused input. */
 export interface ResultError {
   readonly code: string;
   readonly message: string;
   readonly status: number;
+  readonly problems?: readonly Problem[];
 }
 
 export type ResultMessage =

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { operations } from '../../controller/api.ts';
 import { ControllerFileStore } from '../../controller/file-store.ts';
 import { OpenApi } from '../../controller/openapi.ts';
+import { problemText, type Result } from '../../lib/errors.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { tempDir } from './harness.ts';
 
@@ -83,15 +84,20 @@ describe('controller/openapi.yaml', () => {
   });
 
   it('validates request bodies naming every problem, and response bodies per status', () => {
+    const problemsOf = (result: Result<unknown>) => (result.ok ? [] : result.problems.map(problemText));
     expect(
-      openapi.validateRequest('/agent/share', {
-        envZId: 'e1',
-        shareMode: 'public',
-        backendMode: 'proxy',
-        target: 'http://x',
-      }),
+      problemsOf(
+        openapi.validateRequest('/agent/share', {
+          envZId: 'e1',
+          shareMode: 'public',
+          backendMode: 'proxy',
+          target: 'http://x',
+        }),
+      ),
     ).toEqual([]);
-    expect(openapi.validateRequest('/agent/share/http-healthcheck', { envZId: 'e1', shareToken: 'Bad Token' })).toEqual(
+    expect(
+      problemsOf(openapi.validateRequest('/agent/share/http-healthcheck', { envZId: 'e1', shareToken: 'Bad Token' })),
+    ).toEqual(
       expect.arrayContaining([
         'body.httpVerb: required',
         'body.endpoint: required',

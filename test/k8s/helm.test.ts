@@ -218,7 +218,7 @@ describe('rendered manifests', () => {
     const secret = find(objs, 'Secret', 'svc-frontend') as Obj & { data: Record<string, string> };
     const parsed = parseInstallation(secret.data);
     expect(parsed).toMatchObject({ ok: true });
-    if (parsed.ok) expect(parsed.installation.section.bind_address).toBe('0.0.0.0:8080');
+    if (parsed.ok) expect(parsed.value.section.bind_address).toBe('0.0.0.0:8080');
   });
 
   it('run the operator with the contract flags', async () => {
