@@ -179,9 +179,9 @@ export class EnrollmentReconciler implements Reconciler {
     state: EnrollmentState,
   ): Promise<'enrolled' | 'not_enrolled' | 'environment_gone'> {
     const token = await this.accountToken(e, spec);
-    if (typeof token !== 'string') return 'enrolled';
+    if (!token.ok) return 'enrolled';
     try {
-      await this.api(spec.controllerUrl, '/agent/ping', token, { envZId: state.envZId });
+      await this.api(spec.controllerUrl, '/agent/ping', token.value, { envZId: state.envZId });
       return 'enrolled';
     } catch (err) {
       if (err instanceof SvcError && err.code === 'not_enrolled') return 'not_enrolled';
@@ -286,8 +286,9 @@ export class EnrollmentReconciler implements Reconciler {
     spec: ValidEnrollment,
     knownToken?: string,
   ): Promise<void> {
-    const token = knownToken ?? (await this.accountToken(e, spec));
-    if (typeof token !== 'string') return;
+    const found = knownToken === undefined ? await this.accountToken(e, spec) : { ok: true, value: knownToken };
+    if (!found.ok) return;
+    const token = found.value;
     const gone = (err: unknown): boolean =>
       err instanceof SvcError && ['not_enrolled', 'environment_not_found', 'unauthorized'].includes(err.code);
     const call = async (path: string): Promise<void> => {
