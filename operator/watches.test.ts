@@ -266,7 +266,10 @@ describe("the reconcilers' declared watches", () => {
       let seen: unknown;
       live.frontendSecret.informer.on({ onAdd: () => (seen = installation.current()) });
       live.frontendSecret.push({ type: 'ADDED', object: { metadata: meta('fe'), data: {} } });
-      expect(seen).toEqual({ ok: false, problems: ['key oauth.yaml is missing'] });
+      expect(seen).toEqual({
+        ok: false,
+        problems: [{ path: '', code: 'required', message: 'key oauth.yaml is missing' }],
+      });
       expect(queues.share.keys).toEqual(['ns/s']);
       expect(queues.auth.keys).toEqual([AUTH_CONFIG_KEY]);
     } finally {
