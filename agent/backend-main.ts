@@ -19,7 +19,7 @@ export interface BackendCommandOptions {
 
 /**
  * `svc agent backend`: serves ONE share backend on one listener, the agent container of a
- * Kubernetes share pod (CONTRACTS.md, "Agent backend process"). Every path belongs to the share: no
+ * Kubernetes share pod (docs/operator.md, "Share children"; docs/agent.md, "Commands"). Every path belongs to the share: no
  * health endpoint is intercepted (the pod uses a TCP probe). `--identity-headers pass` is refused
  * unless the listener is on loopback, where only the OAuth sidecar in the same pod can reach it.
  */

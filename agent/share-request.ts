@@ -3,8 +3,8 @@ import { ConfigReader } from '../lib/config-reader.ts';
 import { SvcError, problemsMessage } from '../lib/errors.ts';
 import { DEFAULT_CHECK_INTERVAL, readShareOptions } from '../lib/share/spec.ts';
 import { assertDirectory } from './backends/web.ts';
-import { BACKEND_MODES, type BackendMode } from './backends/types.ts';
-import { SHARE_MODES, type ShareMode, type ShareRecord } from './store.ts';
+import { BACKEND_MODES } from './backends/types.ts';
+import { SHARE_MODES, type ShareRecord } from './store.ts';
 
 /** A share request as the CLI (and later the remote API) sends it; every field is checked here. */
 export interface ShareRequest {
@@ -92,12 +92,4 @@ function oneOf<T extends string>(r: ConfigReader, value: unknown, field: string,
   const found = allowed.find((a) => a === value);
   if (!found) r.problem(field, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
   return found;
-}
-
-export function isBackendMode(value: string): value is BackendMode {
-  return (BACKEND_MODES as readonly string[]).includes(value);
-}
-
-export function isShareMode(value: string): value is ShareMode {
-  return (SHARE_MODES as readonly string[]).includes(value);
 }

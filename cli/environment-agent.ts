@@ -77,7 +77,7 @@ async function runEnvironmentAgent(opts: EnvironmentAgentOptions): Promise<void>
  * file's mode is not checked: a Secret volume's mode is set by the kubelet (group-readable with
  * fsGroup), and the pod holds no other user.
  */
-export function readEnrollmentFile(path: string): EnrollmentFile {
+function readEnrollmentFile(path: string): EnrollmentFile {
   let doc: Partial<EnrollmentFile>;
   try {
     doc = JSON.parse(readFileSync(path, 'utf8')) as Partial<EnrollmentFile>;

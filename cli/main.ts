@@ -10,7 +10,7 @@ import { registerEnvironmentAgentCommands } from './environment-agent.ts';
  * The `svc` command. Each concern registers its subcommands from its own file; this file only
  * builds the program and maps failures to exit codes: 0 success, 1 failure, 2 usage error.
  */
-export function buildProgram(): Command {
+function buildProgram(): Command {
   const program = new Command('svc')
     .description('svc: share HTTP services and folders through an OAuth-protecting public frontend')
     .exitOverride()

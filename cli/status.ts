@@ -13,7 +13,7 @@ export function registerStatusCommands(program: Command): void {
   );
 }
 
-export function formatStatus(status: AgentStatus): string {
+function formatStatus(status: AgentStatus): string {
   const shares = status.shares
     ? table(
         ['TOKEN', 'MODE', 'BACKEND', 'TARGET', 'FRONTEND'],

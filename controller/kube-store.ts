@@ -7,7 +7,7 @@ import { SECRETS, resourcePath, type KubeObject } from '../lib/kube/resources.ts
 import type { AccountRecord, ControllerStore, EnrollmentRecord, EnvironmentRecord } from './store.ts';
 
 /** Field manager and `app.kubernetes.io/managed-by` value of every object the controller writes. */
-export const CONTROLLER_MANAGER = 'svc-controller';
+const CONTROLLER_MANAGER = 'svc-controller';
 const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 /** What a Secret holds: account, account-email (the email index), environment, enrollment. */
 export const RECORD_LABEL = 'svc.dev/controller-record';
@@ -23,12 +23,12 @@ const SAFE_ID = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/;
  * A label value / name part for an id: the id itself when it is a short DNS label (the ids the
  * controller issues are 12 base32 characters), otherwise `h` + 40 hex digits of its SHA-256.
  */
-export function idPart(id: string): string {
+function idPart(id: string): string {
   return SAFE_ID.test(id) ? id : `h${createHash('sha256').update(id, 'utf8').digest('hex').slice(0, 40)}`;
 }
 
 /** The Secret name of one record. Enrollments are named by their environment: one per environment, atomically. */
-export function recordName(kind: Kind, key: string): string {
+function recordName(kind: Kind, key: string): string {
   const prefix = {
     account: 'svc-account',
     'account-email': 'svc-account-email',

@@ -4,7 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import { MEDIA_TYPE } from '../lib/api-client.ts';
 import { problem, problemText, type Problem, type Result } from '../lib/errors.ts';
 
-export const OPENAPI_PATH = new URL('./openapi.yaml', import.meta.url);
+const OPENAPI_PATH = new URL('./openapi.yaml', import.meta.url);
 
 /** The parts of the OpenAPI document this module reads. */
 interface OpenApiDocument {
@@ -102,7 +102,7 @@ function rewriteRefs(value: unknown): unknown {
 }
 
 /** Ajv errors as problems at `body.field`, without Ajv's internals (schema paths); each reported once. */
-export function describeErrors(errors: readonly ErrorObject[]): Problem[] {
+function describeErrors(errors: readonly ErrorObject[]): Problem[] {
   const found = new Map<string, Problem>();
   const add = (p: Problem) => found.set(problemText(p), p);
   for (const e of errors) {

@@ -7,7 +7,7 @@ import WebSocket from 'ws';
 import { createLogger } from '../lib/logger.ts';
 import { DEFAULT_AGENT_TIMEOUT_MS } from './config.ts';
 import { ControllerFileStore } from './file-store.ts';
-import { createIdentity, requireIdentity } from '../lib/remoting/identity.ts';
+import { createIdentity, loadIdentity } from '../lib/remoting/identity.ts';
 import { startController, type RunningController } from './main.ts';
 import { MEDIA_TYPE } from '../lib/api-client.ts';
 import { OpenApi } from './openapi.ts';
@@ -27,9 +27,12 @@ beforeAll(async () => {
   const path = join(dir, 'id.json');
   writeFileSync(path, JSON.stringify(file));
   chmodSync(path, 0o600);
+  const loaded = loadIdentity(path, file.zId);
+  if (!loaded.ok) throw new Error('the identity just written does not load');
+  const identity = loaded.value;
   controller = await startController({
     settings: { listen: { host: '127.0.0.1', port: 0 }, maxBodyBytes: 2048, agentTimeoutMs: DEFAULT_AGENT_TIMEOUT_MS },
-    agentController: { zId: file.zId, identityPath: path, identity: requireIdentity(path, file.zId) },
+    agentController: { zId: file.zId, identityPath: path, identity },
     store,
     logger: createLogger('test', { level: 'silent' }),
   });

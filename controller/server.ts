@@ -12,7 +12,7 @@ import { hashesMatch, parseToken } from './secrets.ts';
 import type { AccountRecord, ControllerStore } from './store.ts';
 
 export const API_PREFIX = '/api/v1';
-export const OPENAPI_JSON_PATH = `${API_PREFIX}/openapi.json`;
+const OPENAPI_JSON_PATH = `${API_PREFIX}/openapi.json`;
 
 export interface ApiServerOptions {
   readonly store: ControllerStore;
@@ -123,7 +123,7 @@ export function createApiServer(options: ApiServerOptions): http.Server {
 }
 
 /** `application/svc.v1+json`, optionally with `charset=utf-8`. */
-export function isApiMediaType(header: string | undefined): boolean {
+function isApiMediaType(header: string | undefined): boolean {
   if (!header) return false;
   const [type, ...params] = header.split(';').map((p) => p.trim().toLowerCase());
   if (type !== MEDIA_TYPE) return false;

@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-export const SOCKET_FILE = 'agent.sock';
+const SOCKET_FILE = 'agent.sock';
 
 /**
  * The data directory: `--data-dir`, else `$SVC_DATA_DIR`, else the serve config's `data_dir`, else

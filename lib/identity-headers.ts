@@ -1,15 +1,13 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** The identity headers only the OAuth frontend may set (seed: "Identity headers added to proxied requests"). */
-export const IDENTITY_HEADERS = ['svc-auth-provider', 'svc-auth-email', 'svc-auth-expires'] as const;
-
 /**
  * True for any header name a backend might read as an identity header: names are compared after
  * lower-casing and mapping `_` and `.` to `-`, because many servers (CGI, PHP, nginx with
  * underscores_in_headers, some frameworks) fold those together. `svc-auth-` itself is reserved
  * whole, so future identity headers are covered too.
  */
-export function isIdentityHeaderName(name: string): boolean {
+function isIdentityHeaderName(name: string): boolean {
   return name.toLowerCase().replace(/[_.]/g, '-').startsWith('svc-auth-');
 }
 
@@ -32,14 +30,4 @@ export function stripIdentityHeaders(headers: IncomingHttpHeaders): IncomingHttp
     else delete headers.connection;
   }
   return headers;
-}
-
-/** Removes identity look-alikes from a raw header list (`req.rawHeaders`), keeping order. */
-export function stripIdentityRawHeaders(raw: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i] as string;
-    if (!isIdentityHeaderName(name)) out.push(name, raw[i + 1] as string);
-  }
-  return out;
 }

@@ -6,7 +6,7 @@ export type { Logger };
  * Structured JSON logs. Redaction is a second line of defence: call sites never pass tokens,
  * cookies or secrets, and these paths are censored should one slip into a logged object.
  */
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'req.headers.cookie',
   'req.headers.authorization',
   'req.headers["x-token"]',

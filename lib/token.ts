@@ -6,7 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
  * per character and `byte & 31` is unbiased.
  */
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
-export const TOKEN_LENGTH = 12;
+const TOKEN_LENGTH = 12;
 
 /** A fresh share or access token: 12 random characters (60 bits), which cannot be guessed. */
 export function newToken(length = TOKEN_LENGTH): string {

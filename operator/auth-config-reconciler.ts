@@ -27,7 +27,7 @@ const SHARE_BURST_MS = 500;
  * frontend`, serving `endpoint_url`'s host: OAuth callbacks and logout): the installation's
  * `oauth:` section plus every valid OAuth share, targeting the share's in-cluster Service.
  */
-export function authFrontendConfig(installation: Installation, shares: readonly ValidShare[]): Record<string, unknown> {
+function authFrontendConfig(installation: Installation, shares: readonly ValidShare[]): Record<string, unknown> {
   const entries = shares
     .filter((s) => s.oauth)
     .sort((a, b) => a.token.localeCompare(b.token))

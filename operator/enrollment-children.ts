@@ -45,13 +45,13 @@ export const ROLE_BINDINGS: Resource = {
 };
 
 /** The environment agent's /healthz and /readyz (ready = connected to the controller). */
-export const ENVIRONMENT_AGENT_HEALTH_PORT = 8081;
+const ENVIRONMENT_AGENT_HEALTH_PORT = 8081;
 /** On an AgentEnrollment while the controller still holds its environment (the one finalizer svc uses). */
 export const UNENROLL_FINALIZER = 'svc.dev/unenroll';
-export const ENROLLMENT_LABEL = 'svc.dev/agent-enrollment';
+const ENROLLMENT_LABEL = 'svc.dev/agent-enrollment';
 /** Keys of the enrollment state Secret. `agent-enrollment.json` is the only one the agent pod mounts. */
 export const ENROLLMENT_FILE_KEY = 'agent-enrollment.json';
-export const ENROLLMENT_MOUNT = '/etc/svc/enrollment';
+const ENROLLMENT_MOUNT = '/etc/svc/enrollment';
 /** The image's user and group (Dockerfile `USER 1000:1000`): fsGroup makes the Secret volume readable. */
 const POD_GROUP = 1000;
 

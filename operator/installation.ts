@@ -3,8 +3,8 @@ import { ConfigReader } from '../lib/config-reader.ts';
 import { errorText, problem, type Result } from '../lib/errors.ts';
 import { readOAuth, type OAuthConfig } from '../lib/config/frontend.ts';
 
-/** Key of the installation's frontend Secret that holds the `oauth:` section (CONTRACTS.md). */
-export const FRONTEND_SECRET_KEY = 'oauth.yaml';
+/** Key of the installation's frontend Secret that holds the `oauth:` section (docs/kubernetes.md, "What the chart installs"). */
+const FRONTEND_SECRET_KEY = 'oauth.yaml';
 
 /**
  * The installation's frontend settings, read from the `<release>-frontend` Secret. `section` is the

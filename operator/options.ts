@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { ConfigReader, parseBindAddress } from '../lib/config-reader.ts';
 import { ConfigError } from '../lib/errors.ts';
 
-/** Validated operator settings (CONTRACTS.md "Operator flags"). */
+/** Validated operator settings (docs/operator.md; flags in `cli/operator.ts`). */
 export interface OperatorOptions {
   /** Namespace to watch; undefined = all namespaces. */
   readonly namespace?: string;

@@ -150,7 +150,7 @@ export function validateShare(share: Share, installation: Installation | undefin
  * The OAuth sidecar's config file: the installation's `oauth:` section (listening on the pod's
  * frontend port) and this one share, proxied to the agent on loopback.
  */
-export function sidecarConfig(share: ValidShare, installation: Installation): Record<string, unknown> {
+function sidecarConfig(share: ValidShare, installation: Installation): Record<string, unknown> {
   return {
     oauth: { ...installation.section, bind_address: `0.0.0.0:${FRONTEND_PORT}` },
     shares: [shareEntry(share, `http://127.0.0.1:${AGENT_PORT}`)],
@@ -188,7 +188,7 @@ export interface ShareChildOptions {
   readonly installation?: Installation;
 }
 
-/** Everything a Share is reconciled into (CONTRACTS.md "Children of a Share"). */
+/** Everything a Share is reconciled into (docs/operator.md, "Share children"). */
 export function desiredShareChildren(owner: Share, share: ValidShare, options: ShareChildOptions): ShareChildren {
   const name = childName(share.name);
   const labels = { [MANAGED_BY_LABEL]: MANAGED_BY, [SHARE_LABEL]: share.name };

@@ -106,7 +106,7 @@ export function needsReconcile(
 }
 
 /** The `namespace/name` key of the object of `kind` that controls `obj`, if any. */
-export function ownedBy(obj: KubeObject, kind: string): string | undefined {
+function ownedBy(obj: KubeObject, kind: string): string | undefined {
   const ref = obj.metadata.ownerReferences?.find((r) => r.controller && r.kind === kind);
   return ref ? `${obj.metadata.namespace ?? ''}/${ref.name}` : undefined;
 }

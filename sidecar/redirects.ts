@@ -27,7 +27,7 @@ export function allowedRedirect(input: string, endpointUrl: URL, domain: string,
 }
 
 /** The share token when `hostname` is `<token>.<domain>` for a share this frontend serves. */
-export function shareTokenOfHost(hostname: string, domain: string, shares: ShareSource): string | undefined {
+function shareTokenOfHost(hostname: string, domain: string, shares: ShareSource): string | undefined {
   const suffix = `.${domain}`;
   if (!hostname.endsWith(suffix)) return undefined;
   const label = hostname.slice(0, -suffix.length);

@@ -142,7 +142,7 @@ function sendFile(req: IncomingMessage, res: ServerResponse, path: string, st: S
   stream.pipe(res);
 }
 
-export function sendText(res: ServerResponse, status: number, text: string): void {
+function sendText(res: ServerResponse, status: number, text: string): void {
   res.statusCode = status;
   res.setHeader('content-type', 'text/plain; charset=utf-8');
   res.setHeader('x-content-type-options', 'nosniff');

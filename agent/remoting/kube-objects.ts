@@ -13,7 +13,7 @@ import {
 } from '../../lib/kube/resources.ts';
 
 /** Field manager and managed-by label of the objects the environment agent creates. */
-export const ENVIRONMENT_AGENT = 'svc-environment-agent';
+const ENVIRONMENT_AGENT = 'svc-environment-agent';
 const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 
 /**

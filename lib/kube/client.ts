@@ -6,7 +6,7 @@ import { SvcError, errorText } from '../errors.ts';
 import type { KubeObject, KubeList, WatchEvent } from './resources.ts';
 
 /** The one field manager of every server-side apply the operator issues. */
-export const FIELD_MANAGER = 'svc-operator';
+const FIELD_MANAGER = 'svc-operator';
 
 /**
  * A failed API call, translated at this boundary. `kube_api_error`: the API server answered with

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { SvcError, errorText } from '../errors.ts';
 import { writeFileAtomic } from '../atomic-file.ts';
 
-export const ENVIRONMENT_FILE = 'environment.json';
+const ENVIRONMENT_FILE = 'environment.json';
 export const ENROLLMENT_FILE = 'agent-enrollment.json';
 
 /** Written by `svc enable` in the agent's data directory (mode 0600): this machine's environment. */

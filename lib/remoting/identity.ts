@@ -1,6 +1,6 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { SvcError, errorText, problem, problemText, type Problem, type Result } from '../errors.ts';
+import { errorText, problem, type Problem, type Result } from '../errors.ts';
 
 /** The JSON file `svc admin create identity <name>` writes (mode 0600). */
 export interface IdentityFile {
@@ -102,11 +102,4 @@ export function loadIdentity(path: string, expectedZId: string): Result<Controll
     );
   }
   return problems.length ? { ok: false, problems } : { ok: true, value: { zId, publicKey, privateKey } };
-}
-
-/** For callers that want an exception (CLI). */
-export function requireIdentity(path: string, zId: string): ControllerIdentity {
-  const loaded = loadIdentity(path, zId);
-  if (!loaded.ok) throw new SvcError('invalid_identity', loaded.problems.map(problemText).join('; '), { status: 400 });
-  return loaded.value;
 }

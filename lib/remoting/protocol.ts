@@ -22,7 +22,7 @@ export const CLOSE_UNENROLLED = 4001;
 export const CLOSE_REPLACED = 4002;
 export const CLOSE_PROTOCOL = 4003;
 
-export const COMMANDS = ['ping', 'share', 'unshare', 'status', 'access', 'unaccess', 'healthcheck'] as const;
+const COMMANDS = ['ping', 'share', 'unshare', 'status', 'access', 'unaccess', 'healthcheck'] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 export interface CommandPayload {

@@ -49,7 +49,7 @@ export function form(values: Record<string, string>): string {
   return new URLSearchParams(values).toString();
 }
 
-export function oauthErrorText(json: unknown): string {
+function oauthErrorText(json: unknown): string {
   if (json && typeof json === 'object' && 'error' in json) {
     const { error, error_description: description } = json as { error: unknown; error_description?: unknown };
     return `${String(error)}${typeof description === 'string' ? `: ${description}` : ''}`;

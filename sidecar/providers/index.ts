@@ -4,7 +4,7 @@ import { idp2Provider } from './idp2.ts';
 import { oidcProvider } from './oidc.ts';
 import type { Provider } from './types.ts';
 
-export function createProvider(config: ProviderConfig): Provider {
+function createProvider(config: ProviderConfig): Provider {
   switch (config.type) {
     case 'idp1':
       return idp1Provider(config);

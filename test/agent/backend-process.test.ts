@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, svc, tempDir } from '../serve/harness.ts';
 import { echoBackend, request } from '../support/raw-http.ts';
 
-/** `svc agent backend` as the operator's share pods run it (CONTRACTS.md, "Agent backend process"). */
+/** `svc agent backend` as the operator's share pods run it (docs/operator.md, "Share children"; docs/agent.md, "Commands"). */
 let backend: Awaited<ReturnType<typeof echoBackend>>;
 
 beforeAll(async () => {
