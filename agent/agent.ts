@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { parseBindAddress } from '../lib/config-reader.ts';
 import { parseDuration } from '../lib/duration.ts';
 import { badInput, errorText, notFound } from '../lib/errors.ts';
 import { compileGlob } from '../lib/glob.ts';
@@ -7,7 +6,7 @@ import type { Logger } from '../lib/logger.ts';
 import type { ShareRoute } from '../lib/share/spec.ts';
 import type { ShareSource } from '../lib/share/source.ts';
 import { listenHandler, type RunningListener } from './backends/listener.ts';
-import { formatAddress } from '../lib/listen.ts';
+import { formatAddress, listenAddressProblem, parseListenAddress } from '../lib/listen.ts';
 import { proxyBackend } from './backends/proxy.ts';
 import { webBackend } from './backends/web.ts';
 import { DEFAULT_HEALTHCHECK_TIMEOUT_MS, httpHealthCheck, type HealthCheckResult } from './healthcheck.ts';
@@ -276,12 +275,8 @@ export class Agent {
   }
 
   private async startAccess(share: LiveShare, bind: string): Promise<RunningListener> {
-    const address = parseBindAddress(bind);
-    if (!address)
-      throw badInput(
-        `bind address must be ip:port (for example 127.0.0.1:9191), got ${JSON.stringify(bind)}`,
-        'invalid_bind',
-      );
+    const address = parseListenAddress(bind);
+    if (!address) throw badInput(`bindAddress: ${listenAddressProblem(bind)}`, 'invalid_bind');
     const handler = proxyBackend({ target: share.backendUrl, identityHeaders: 'strip', logger: this.options.logger });
     try {
       return await listenHandler(handler, address);
@@ -331,7 +326,7 @@ function accessEntry(record: AccessRecord): AccessEntry {
 
 /** An access bound to a wildcard address is reached on loopback from this machine. */
 function endpointHost(bindAddress: string): string {
-  const parsed = parseBindAddress(bindAddress);
+  const parsed = parseListenAddress(bindAddress);
   if (!parsed) return bindAddress;
   const host = parsed.host === '0.0.0.0' ? '127.0.0.1' : parsed.host === '::' ? '::1' : parsed.host;
   return formatAddress({ host, port: parsed.port });

@@ -1,6 +1,6 @@
 import { untilSignal } from '../lib/signals.ts';
 import { isAbsolute } from 'node:path';
-import { ConfigReader, parseBindAddress } from '../lib/config-reader.ts';
+import { ConfigReader } from '../lib/config-reader.ts';
 import { ConfigError } from '../lib/errors.ts';
 import { createLogger } from '../lib/logger.ts';
 import { isLoopbackHost } from '../lib/net.ts';
@@ -28,8 +28,7 @@ export async function startBackend(opts: BackendCommandOptions): Promise<Running
   const mode = BACKEND_MODES.find((m) => m === opts.backendMode);
   if (!mode)
     r.problem('--backend-mode', `must be one of ${BACKEND_MODES.join(', ')}, got ${JSON.stringify(opts.backendMode)}`);
-  const listen = parseBindAddress(opts.listen);
-  if (!listen) r.problem('--listen', `must be ip:port (for example 0.0.0.0:9000), got ${JSON.stringify(opts.listen)}`);
+  const listen = r.listenAddress(opts.listen, '--listen');
   const policy = (['strip', 'pass'] as const).find((p) => p === opts.identityHeaders);
   if (!policy) r.problem('--identity-headers', `must be strip or pass, got ${JSON.stringify(opts.identityHeaders)}`);
   if (policy === 'pass' && listen && !isLoopbackHost(listen.host)) {

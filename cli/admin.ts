@@ -5,7 +5,8 @@ import { resolveDataDir } from '../lib/data-dir.ts';
 import { ControllerFileStore } from '../controller/file-store.ts';
 import { IDENTITY_NAME, createIdentity } from '../lib/remoting/identity.ts';
 import { newSecretToken } from '../controller/secrets.ts';
-import { loadYamlFile } from '../lib/config-reader.ts';
+import { ConfigReader, loadYamlFile } from '../lib/config-reader.ts';
+import { readStoreFlags, type StoreChoice } from '../controller/config.ts';
 import { SvcError, badInput } from '../lib/errors.ts';
 import { subcommand } from './local.ts';
 
@@ -36,9 +37,11 @@ export function registerAdminCommands(program: Command): void {
     .action(async (email: string, opts: StoreOptions) => {
       if (!/^[^@\s]+@[^@\s]+$/.test(email))
         throw badInput(`<email>: must be an email address, got ${JSON.stringify(email)}`);
+      const r = new ConfigReader();
+      const choice = readStoreFlags(r, opts);
+      r.finish('the svc admin create account flags');
       const { openStore } = await import('../controller/main.ts');
-      const store =
-        (await openStore(opts.store, opts.namespace))?.store ?? new ControllerFileStore(controllerDataDir(opts));
+      const store = (await openStore(choice as StoreChoice)) ?? new ControllerFileStore(controllerDataDir(opts));
       const { token, id, hash } = newSecretToken('svca');
       await store.createAccount({ id, email, tokenHash: hash, createdAt: new Date().toISOString() });
       await store.close();

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { startHealthServer } from '../lib/health.ts';
-import { parseBindAddress } from '../lib/config-reader.ts';
+import { listenAddressProblem, parseListenAddress } from '../lib/listen.ts';
 import type { Command } from 'commander';
 import type { EnrollmentFile } from '../lib/remoting/files.ts';
 import { SvcError, badInput, errorText } from '../lib/errors.ts';
@@ -43,9 +43,9 @@ async function runEnvironmentAgent(opts: EnvironmentAgentOptions): Promise<void>
     import('../agent/remoting/kube-executor.ts'),
     import('../lib/logger.ts'),
   ]);
-  const healthAddress = opts.healthListen === undefined ? undefined : parseBindAddress(opts.healthListen);
+  const healthAddress = opts.healthListen === undefined ? undefined : parseListenAddress(opts.healthListen);
   if (opts.healthListen !== undefined && !healthAddress)
-    throw badInput(`--health-listen: must be ip:port, got ${JSON.stringify(opts.healthListen)}`);
+    throw badInput(`--health-listen: ${listenAddressProblem(opts.healthListen)}`);
   const enrollment = readEnrollmentFile(opts.enrollmentFile);
   const logger = createLogger('svc-environment-agent');
   const kc = new KubeConfig();

@@ -1,12 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve, dirname } from 'node:path';
-import { ConfigReader, join, loadYamlFile } from '../lib/config-reader.ts';
+import { join, loadYamlFile, withFlags, type ConfigReader } from '../lib/config-reader.ts';
 import { problemText } from '../lib/errors.ts';
+import type { ListenAddress } from '../lib/listen.ts';
 import { loadIdentity, type ControllerIdentity } from '../lib/remoting/identity.ts';
-
-export interface ListenAddress {
-  readonly host: string;
-  readonly port: number;
-}
 
 /** The `controller` section: where the REST API listens. */
 export interface ControllerSettings {
@@ -24,12 +21,27 @@ export interface AgentControllerConfig {
   readonly identity: ControllerIdentity;
 }
 
-/** Settings of `svc controller --config <file>`. */
+/** Settings of `svc controller [--config <file>]` with its flags. */
 export interface ControllerConfigFile {
   readonly dataDir?: string;
   readonly controller: ControllerSettings;
   readonly agentController?: AgentControllerConfig;
+  readonly store: StoreChoice;
 }
+
+/** The `svc controller` flags that take part in validation. */
+export interface ControllerFlags {
+  /** `--listen`, in place of `controller.listen`. */
+  readonly listen?: string;
+  readonly store?: string;
+  readonly namespace?: string;
+}
+
+/**
+ * Where accounts, environments and enrollments live (`--store`, `--namespace`): the embedded file
+ * store under the data directory, or Secrets in a namespace (controller/kube-store.ts).
+ */
+export type StoreChoice = { readonly kind: 'file' } | { readonly kind: 'kubernetes'; readonly namespace: string };
 
 export const DEFAULT_CONTROLLER_LISTEN: ListenAddress = { host: '127.0.0.1', port: 18080 };
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
@@ -78,15 +90,58 @@ export function readControllerSections(
   return { controller };
 }
 
+/**
+ * `--store file|kubernetes` and `--namespace`, problems recorded in `r`. Without `--namespace`, the
+ * Kubernetes store uses the pod's own namespace (`podNamespace`, which is only known inside a pod).
+ */
+export function readStoreFlags(
+  r: ConfigReader,
+  flags: { store?: string; namespace?: string },
+): StoreChoice | undefined {
+  const { store, namespace } = flags;
+  if (store === undefined || store === 'file') {
+    if (namespace !== undefined) r.problem('--namespace', 'only applies with --store kubernetes');
+    return { kind: 'file' };
+  }
+  if (store !== 'kubernetes') {
+    r.problem('--store', `must be file or kubernetes, got ${JSON.stringify(store)}`, 'not_allowed');
+    return undefined;
+  }
+  const ns = namespace ?? podNamespace();
+  if (!ns)
+    r.problem(
+      '--namespace',
+      'required with --store kubernetes outside a pod (the namespace holding the records)',
+      'required',
+    );
+  return ns ? { kind: 'kubernetes', namespace: ns } : undefined;
+}
+
+/** The namespace of the pod this process runs in (`POD_NAMESPACE`, else the service-account mount). */
+export function podNamespace(): string | undefined {
+  if (process.env.POD_NAMESPACE) return process.env.POD_NAMESPACE;
+  try {
+    return readFileSync('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const TOP_KEYS = ['data_dir', 'controller', 'agent_controller'];
 
-export function loadControllerConfig(path: string): ControllerConfigFile {
-  const doc = loadYamlFile(path) ?? {};
-  const r = new ConfigReader();
-  const top = r.object(doc, '(document)') ?? {};
+/**
+ * The controller config file at `path` (none: every default) with the flags merged in, validated in
+ * one pass: every problem of the file and the flags is reported at once, a flag's under its name.
+ */
+export function loadControllerConfig(path: string | undefined, flags: ControllerFlags = {}): ControllerConfigFile {
+  const doc = path === undefined ? {} : (loadYamlFile(path) ?? {});
+  const merged = withFlags(doc, [{ flag: '--listen', path: 'controller.listen', value: flags.listen }]);
+  const r = merged.reader;
+  const top = r.object(merged.doc, '(document)') ?? {};
   r.unknownKeys(top, '', TOP_KEYS);
   const dataDir = r.string(top, 'data_dir', '', { required: false });
   const sections = readControllerSections(r, top, path);
-  r.finish(path);
-  return { ...(dataDir ? { dataDir } : {}), ...sections };
+  const store = readStoreFlags(r, flags);
+  r.finish(path ?? 'the svc controller flags');
+  return { ...(dataDir ? { dataDir } : {}), ...sections, store: store as StoreChoice };
 }

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SvcError } from '../lib/errors.ts';
 import { KubeApiError, KubeClient, isConflict, isNotFound } from '../lib/kube/client.ts';
@@ -39,16 +38,6 @@ function recordName(kind: Kind, key: string): string {
     return `${prefix}-${createHash('sha256').update(key.toLowerCase(), 'utf8').digest('hex').slice(0, 40)}`;
   }
   return `${prefix}-${idPart(key)}`;
-}
-
-/** The namespace of the pod this process runs in (`POD_NAMESPACE`, else the service-account mount). */
-export function podNamespace(): string | undefined {
-  if (process.env.POD_NAMESPACE) return process.env.POD_NAMESPACE;
-  try {
-    return readFileSync('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').trim() || undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 interface Stored<T> {

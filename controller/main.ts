@@ -1,16 +1,13 @@
 import { untilSignal } from '../lib/signals.ts';
 import { resolveDataDir } from '../lib/data-dir.ts';
-import { ConfigReader, parseBindAddress } from '../lib/config-reader.ts';
-import { badInput } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { closeServer, formatAddress, listen, portOf } from '../lib/listen.ts';
 import { operations } from './api.ts';
 import {
   loadControllerConfig,
-  readControllerSections,
   type AgentControllerConfig,
-  type ControllerConfigFile,
   type ControllerSettings,
+  type StoreChoice,
 } from './config.ts';
 import { ControllerFileStore } from './file-store.ts';
 import { openApi } from './openapi.ts';
@@ -90,23 +87,20 @@ export async function runController(options: {
   namespace?: string;
 }): Promise<void> {
   const logger = createLogger('svc-controller');
-  const config: ControllerConfigFile = options.config
-    ? loadControllerConfig(options.config)
-    : { controller: readControllerSections(new ConfigReader(), {}).controller };
-  const listen = options.listen ? parseBindAddress(options.listen) : config.controller.listen;
-  if (!listen) {
-    throw badInput(`--listen: must be ip:port (for example 127.0.0.1:18080), got ${JSON.stringify(options.listen)}`);
-  }
+  const config = loadControllerConfig(options.config, options);
   const dataDir = resolveDataDir(options.dataDir, config.dataDir);
-  const store = await openStore(options.store, options.namespace);
+  const store = await openStore(config.store);
   const running = await startController({
-    settings: { ...config.controller, listen },
+    settings: config.controller,
     ...(config.agentController ? { agentController: config.agentController } : {}),
     dataDir,
-    ...(store ? { store: store.store } : {}),
+    ...(store ? { store } : {}),
     logger,
   });
-  const where = store ? `  store:     kubernetes, namespace ${store.namespace}` : `  data dir:  ${dataDir}`;
+  const where =
+    config.store.kind === 'kubernetes'
+      ? `  store:     kubernetes, namespace ${config.store.namespace}`
+      : `  data dir:  ${dataDir}`;
   process.stdout.write(
     `svc controller is ready\n  api:       ${running.apiUrl}\n  openapi:   ${running.apiUrl}/openapi.json\n${where}\n`,
   );
@@ -115,25 +109,14 @@ export async function runController(options: {
 }
 
 /**
- * The store `--store` names (`svc controller`, `svc admin create account`); undefined = the
- * embedded file store under the data directory.
+ * The store a validated `--store` names (`svc controller`, `svc admin create account`); undefined =
+ * the embedded file store under the data directory.
  */
-export async function openStore(
-  kind: string | undefined,
-  namespace: string | undefined,
-): Promise<{ store: ControllerStore; namespace: string } | undefined> {
-  if (kind === undefined || kind === 'file') {
-    if (namespace !== undefined) throw badInput('--namespace: only applies with --store kubernetes');
-    return undefined;
-  }
-  if (kind !== 'kubernetes') throw badInput(`--store: must be file or kubernetes, got ${JSON.stringify(kind)}`);
+export async function openStore(choice: StoreChoice): Promise<ControllerStore | undefined> {
+  if (choice.kind === 'file') return undefined;
   const { KubeConfig } = await import('@kubernetes/client-node');
-  const { KubeControllerStore, podNamespace } = await import('./kube-store.ts');
-  const ns = namespace ?? podNamespace();
-  if (!ns) {
-    throw badInput('--namespace: required with --store kubernetes outside a pod (the namespace holding the records)');
-  }
+  const { KubeControllerStore } = await import('./kube-store.ts');
   const kc = new KubeConfig();
   kc.loadFromDefault();
-  return { store: await KubeControllerStore.create(kc, ns), namespace: ns };
+  return KubeControllerStore.create(kc, choice.namespace);
 }

@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { parseDuration } from './duration.ts';
 import type { ProblemCode } from './error-codes.ts';
 import { ConfigError, SvcError, errorText, problem, type Problem } from './errors.ts';
+import { listenAddressProblem, parseListenAddress, type ListenAddress } from './listen.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -13,9 +14,16 @@ type Obj = Record<string, unknown>;
  */
 export class ConfigReader {
   readonly problems: Problem[] = [];
+  /** Field paths whose value came from a command-line flag, and that flag (see {@link withFlags}). */
+  private readonly flagOf: ReadonlyMap<string, string>;
 
+  constructor(flagOf: ReadonlyMap<string, string> = new Map()) {
+    this.flagOf = flagOf;
+  }
+
+  /** Records a problem under its field path, or under the flag that set the field. */
   problem(path: string, message: string, code: ProblemCode = 'invalid'): void {
-    this.problems.push(problem(path, message, code));
+    this.problems.push(problem(this.flagOf.get(path) ?? path, message, code));
   }
 
   object(value: unknown, path: string, options: { required?: boolean } = {}): Obj | undefined {
@@ -128,13 +136,16 @@ export class ConfigReader {
     return url;
   }
 
-  /** `ip:port` or `host:port`, as a listener address. */
-  bindAddress(obj: Obj, key: string, path: string): { host: string; port: number } | undefined {
+  /** `ip:port`, as a listener address (lib/listen.ts). */
+  bindAddress(obj: Obj, key: string, path: string): ListenAddress | undefined {
     const text = this.string(obj, key, path);
     if (text === undefined) return undefined;
-    const parsed = parseBindAddress(text);
-    if (!parsed)
-      this.problem(join(path, key), `must be ip:port (for example 0.0.0.0:8080), got ${JSON.stringify(text)}`);
+    return this.listenAddress(text, join(path, key));
+  }
+
+  listenAddress(text: string, at: string): ListenAddress | undefined {
+    const parsed = parseListenAddress(text);
+    if (!parsed) this.problem(at, listenAddressProblem(text));
     return parsed;
   }
 
@@ -143,12 +154,38 @@ export class ConfigReader {
   }
 }
 
-export function parseBindAddress(text: string): { host: string; port: number } | undefined {
-  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text);
-  if (!match) return undefined;
-  const port = Number(match[3]);
-  if (port > 65535) return undefined;
-  return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
+/** A command-line flag that sets one field of a config document (`--listen` sets `frontend.listen`). */
+export interface FlagField {
+  readonly flag: string;
+  /** Dotted field path in the document. */
+  readonly path: string;
+  /** The flag's text; undefined when the flag was not given (the file's value stays). */
+  readonly value: string | undefined;
+}
+
+/**
+ * Merges the given flags into a config document (a flag wins over the file) and returns the merged
+ * copy with a reader that names the flag, not the field, when that value is wrong. One validation
+ * pass over the result then reports file and flag problems together.
+ */
+export function withFlags(doc: unknown, flags: readonly FlagField[]): { doc: unknown; reader: ConfigReader } {
+  const flagOf = new Map<string, string>();
+  let merged: unknown = doc ?? {};
+  for (const { flag, path, value } of flags) {
+    if (value === undefined) continue;
+    merged = setField(merged, path.split('.'), value);
+    flagOf.set(path, flag);
+  }
+  return { doc: merged, reader: new ConfigReader(flagOf) };
+}
+
+/** A copy of `doc` with `value` at `keys`; a document that is not a mapping there is left to validation. */
+function setField(doc: unknown, keys: readonly string[], value: unknown): unknown {
+  const [key, ...rest] = keys;
+  if (key === undefined) return value;
+  if (doc !== undefined && doc !== null && (typeof doc !== 'object' || Array.isArray(doc))) return doc;
+  const obj = (doc ?? {}) as Obj;
+  return { ...obj, [key]: setField(obj[key], rest, value) };
 }
 
 /** Loads a YAML file into an untyped document; a missing file or a syntax error is a ConfigError. */

@@ -2,9 +2,31 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SvcError } from './errors.ts';
 
+/** Where a listener binds: an IP address (or host name) and a port; port 0 lets the system pick one. */
 export interface ListenAddress {
   readonly host: string;
   readonly port: number;
+}
+
+const IP_PORT = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/;
+
+/**
+ * The one parser of `ip:port` text, for every config field, flag and API field that names a
+ * listener (`[::1]:8080` for IPv6; an empty host, `:8080`, means every interface). Callers report a
+ * refusal with {@link listenAddressProblem}, so all of them accept the same text and word the
+ * refusal the same way.
+ */
+export function parseListenAddress(text: string): ListenAddress | undefined {
+  const match = IP_PORT.exec(text);
+  if (!match) return undefined;
+  const port = Number(match[3]);
+  if (port > 65535) return undefined;
+  return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
+}
+
+/** Why `text` is not a listen address; shown after the field path or flag that held it. */
+export function listenAddressProblem(text: string): string {
+  return `must be ip:port (for example 0.0.0.0:8080), got ${JSON.stringify(text)}`;
 }
 
 /**

@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { ConfigReader, parseBindAddress } from '../lib/config-reader.ts';
+import { ConfigReader } from '../lib/config-reader.ts';
 import { ConfigError } from '../lib/errors.ts';
+import type { ListenAddress } from '../lib/listen.ts';
 
 /** Validated operator settings (docs/operator.md; flags in `cli/operator.ts`). */
 export interface OperatorOptions {
@@ -19,7 +20,7 @@ export interface OperatorOptions {
   /** Lease used for leader election: `svc-operator` in the frontend Secret's namespace. */
   readonly lease: { namespace: string; name: string };
   readonly identity: string;
-  readonly metricsListen: { host: string; port: number };
+  readonly metricsListen: ListenAddress;
   readonly concurrency: number;
 }
 
@@ -73,12 +74,7 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
   const image = flags.image ?? '';
   if (!image) r.problem('--image', 'required (the svc container image the share pods run)', 'required');
   else if (/\s/.test(image)) r.problem('--image', 'must not contain whitespace');
-  const metricsListen = parseBindAddress(flags.metricsListen ?? '0.0.0.0:8080');
-  if (!metricsListen)
-    r.problem(
-      '--metrics-listen',
-      `must be ip:port (for example 0.0.0.0:8080), got ${JSON.stringify(flags.metricsListen)}`,
-    );
+  const metricsListen = r.listenAddress(flags.metricsListen ?? '0.0.0.0:8080', '--metrics-listen');
   const concurrency = Number(flags.concurrency ?? '4');
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
     r.problem('--concurrency', 'must be an integer 1-64');

@@ -60,6 +60,30 @@ describe('parseServeConfig', () => {
     ]);
   });
 
+  it('merges --listen into the file before validating: file and flag problems come out together', () => {
+    expect(parseServeConfig({}, { listen: '[::1]:0' }).frontend.listen).toEqual({ host: '::1', port: 0 });
+    expect(parseServeConfig({ oauth }, { listen: '0.0.0.0:9443' }).oauth?.bindAddress).toEqual({
+      host: '0.0.0.0',
+      port: 9443,
+    });
+    let error: unknown;
+    try {
+      parseServeConfig(
+        { frontend: { listen: '127.0.0.1:1', domain: 'Bad_Domain!' }, oauth },
+        { listen: 'bad', dev: true },
+      );
+    } catch (err) {
+      error = err;
+    }
+    expect((error as ConfigError).problems.map(problemText)).toEqual([
+      '--dev: brings its own oauth section: remove oauth from the config file or drop --dev',
+      '--listen: must be ip:port (for example 0.0.0.0:8080), got "bad"',
+      'frontend.listen: comes from oauth.bind_address when an oauth section is present; remove it',
+      'frontend.domain: comes from oauth.cookie_domain when an oauth section is present; remove it',
+    ]);
+    expect((error as ConfigError).message).toMatch(/^invalid configuration in the svc serve flags:/);
+  });
+
   it('refuses frontend settings that the oauth section decides', () => {
     expect(() =>
       parseServeConfig({ oauth: { ...oauth, signing_key: 'short' }, frontend: { listen: '0.0.0.0:80' } }),

@@ -1,11 +1,7 @@
-import { ConfigReader, join, loadYamlFile } from '../lib/config-reader.ts';
+import { join, loadYamlFile, withFlags } from '../lib/config-reader.ts';
 import { readOAuth, type OAuthConfig } from '../lib/config/frontend.ts';
+import type { ListenAddress } from '../lib/listen.ts';
 import { readControllerSections, type AgentControllerConfig, type ControllerSettings } from '../controller/config.ts';
-
-export interface ListenAddress {
-  readonly host: string;
-  readonly port: number;
-}
 
 /** Settings of `svc serve` (docs/agent.md, "Configuration"). */
 export interface ServeConfig {
@@ -31,20 +27,37 @@ const TOP_KEYS = ['data_dir', 'frontend', 'oauth', 'controller', 'agent_controll
 const FRONTEND_KEYS = ['listen', 'domain', 'endpoint_url', 'metrics_listen'];
 const DOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
-export function loadServeConfig(path: string): ServeConfig {
-  return parseServeConfig(loadYamlFile(path) ?? {}, path);
+/** The `svc serve` flags that take part in validation (`--data-dir` only chooses a folder). */
+export interface ServeFlags {
+  /** `--listen`: the frontend's address, in place of `frontend.listen` or `oauth.bind_address`. */
+  readonly listen?: string;
+  /** `--dev`: the development provider brings its own oauth section. */
+  readonly dev?: boolean;
+}
+
+/** The serve config file at `path` (none: every default) with the flags merged in; see {@link parseServeConfig}. */
+export function loadServeConfig(path: string | undefined, flags: ServeFlags = {}): ServeConfig {
+  return parseServeConfig(path === undefined ? {} : (loadYamlFile(path) ?? {}), flags, path);
 }
 
 /**
- * Validates a serve config, reporting every problem at once. With an `oauth` section the frontend's
- * listen address, share domain and public URL come from `oauth.bind_address`, `oauth.cookie_domain`
- * and `oauth.endpoint_url` (the frontend serves shares at `<token>.<cookie_domain>`), so they cannot
+ * Validates a serve config with its flags merged in, reporting every problem of both at once (a
+ * flag's problem names the flag). With an `oauth` section the frontend's listen address, share
+ * domain and public URL come from `oauth.bind_address`, `oauth.cookie_domain` and
+ * `oauth.endpoint_url` (the frontend serves shares at `<token>.<cookie_domain>`), so they cannot
  * disagree; `frontend.listen`, `frontend.domain` and `frontend.endpoint_url` are then refused.
  */
-export function parseServeConfig(doc: unknown, source = 'serve config'): ServeConfig {
-  const r = new ConfigReader();
-  const top = r.object(doc, '(document)') ?? {};
+export function parseServeConfig(doc: unknown, flags: ServeFlags = {}, path?: string): ServeConfig {
+  const source = path ?? 'the svc serve flags';
+  const fileOAuth = isMapping(doc) && doc.oauth !== undefined && doc.oauth !== null;
+  const merged = withFlags(doc, [
+    { flag: '--listen', path: fileOAuth ? 'oauth.bind_address' : 'frontend.listen', value: flags.listen },
+  ]);
+  const r = merged.reader;
+  const top = r.object(merged.doc, '(document)') ?? {};
   r.unknownKeys(top, '', TOP_KEYS);
+  if (flags.dev && fileOAuth)
+    r.problem('--dev', 'brings its own oauth section: remove oauth from the config file or drop --dev');
   const dataDir = r.string(top, 'data_dir', '', { required: false });
   const oauth = top.oauth === undefined || top.oauth === null ? undefined : readOAuth(r, top.oauth);
   const f = r.object(top.frontend, 'frontend', { required: false }) ?? {};
@@ -68,9 +81,7 @@ export function parseServeConfig(doc: unknown, source = 'serve config'): ServeCo
   }
   const metricsListen = f.metrics_listen !== undefined ? r.bindAddress(f, 'metrics_listen', 'frontend') : undefined;
   const withController = top.controller !== undefined || top.agent_controller !== undefined;
-  const sections = withController
-    ? readControllerSections(r, top, source === 'serve config' ? undefined : source)
-    : undefined;
+  const sections = withController ? readControllerSections(r, top, path) : undefined;
   r.finish(source);
   return {
     ...(dataDir ? { dataDir } : {}),
@@ -90,6 +101,10 @@ export function parseServeConfig(doc: unknown, source = 'serve config'): ServeCo
         }
       : {}),
   };
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** The public URL of a share: `<scheme>://<token>.<domain>[:<port>]`. */

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigReader } from '../lib/config-reader.ts';
 import { readOAuth, type OAuthConfig } from '../lib/config/frontend.ts';
-import type { ListenAddress } from './config.ts';
+import { formatAddress, type ListenAddress } from '../lib/listen.ts';
 
 export const DEV_PROVIDER = 'dev';
 
@@ -22,7 +22,7 @@ export function devOAuthConfig(
   const keys = devKeys(dataDir);
   const r = new ConfigReader();
   const oauth = readOAuth(r, {
-    bind_address: `${listen.host}:${listen.port}`,
+    bind_address: formatAddress(listen),
     endpoint_url: `http://auth.${domain}:${listen.port}`,
     cookie_name: 'svc-auth-session',
     cookie_domain: domain,

@@ -1,7 +1,5 @@
 import { untilSignal } from '../lib/signals.ts';
 import { mkdirSync } from 'node:fs';
-import { parseBindAddress } from '../lib/config-reader.ts';
-import { SvcError, badInput } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import type { OAuthConfig } from '../lib/config/frontend.ts';
 import { Agent } from '../agent/agent.ts';
@@ -10,7 +8,7 @@ import { resolveDataDir, socketPath } from '../lib/data-dir.ts';
 import { DEV_PROVIDER, devOAuthConfig } from './dev.ts';
 import { FileStore } from '../agent/file-store.ts';
 import { assertNotRunning, startLocalApi } from '../agent/local-api.ts';
-import { loadServeConfig, parseServeConfig, shareUrl } from './config.ts';
+import { loadServeConfig, shareUrl } from './config.ts';
 import { agentExecutor } from '../agent/remoting/executor.ts';
 import { startRemoting } from '../agent/remoting/service.ts';
 
@@ -41,12 +39,12 @@ export interface RunningServe {
  * Parse config -> validate -> build -> start; anything started is closed again when a later step fails.
  */
 export async function startServe(options: ServeOptions, logger: Logger): Promise<RunningServe> {
-  const config = options.config ? loadServeConfig(options.config) : parseServeConfig({});
+  const config = loadServeConfig(options.config, options);
   const dataDir = resolveDataDir(options.dataDir, config.dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const socket = socketPath(dataDir);
   await assertNotRunning(socket);
-  const listen = options.listen ? parseListen(options.listen) : config.frontend.listen;
+  const listen = config.frontend.listen;
   const domain = config.frontend.domain;
 
   const cleanups: (() => Promise<void>)[] = [];
@@ -58,8 +56,6 @@ export async function startServe(options: ServeOptions, logger: Logger): Promise
     let devLoginUrl: string | undefined;
     const bound: { endpoint?: URL } = {};
     if (options.dev) {
-      if (config.oauth)
-        throw badInput('--dev brings its own oauth section: remove oauth from the config file or drop --dev');
       const { startDevIdentityProvider } = await import('../sidecar/dev-idp.ts');
       // The redirect URI names the frontend's port, known once it listens (port 0 is allowed).
       const idp = await startDevIdentityProvider({
@@ -107,7 +103,12 @@ export async function startServe(options: ServeOptions, logger: Logger): Promise
     const remoting = startRemoting({ dataDir, executor: agentExecutor(agent), logger });
     cleanups.push(() => remoting.close());
     logger.info(
-      { dataDir, frontend: formatAddress({ host: listen.host, port: frontend.port }), domain, oauth: Boolean(oauth) },
+      {
+        dataDir,
+        frontend: formatAddress({ host: listen.host, port: frontend.port }),
+        domain,
+        oauth: Boolean(oauth),
+      },
       'svc serve ready',
     );
     return {
@@ -142,15 +143,4 @@ export async function runServe(options: ServeOptions): Promise<void> {
   await untilSignal();
   logger.info('svc serve stopping');
   await running.close();
-}
-
-function parseListen(text: string): { host: string; port: number } {
-  const parsed = parseBindAddress(text);
-  if (!parsed)
-    throw new SvcError(
-      'invalid_input',
-      `--listen: must be ip:port (for example 127.0.0.1:8080), got ${JSON.stringify(text)}`,
-      { status: 400 },
-    );
-  return parsed;
 }

@@ -2,6 +2,7 @@ import { parseDuration } from '../../lib/duration.ts';
 import { badInput } from '../../lib/errors.ts';
 import { compileGlob } from '../../lib/glob.ts';
 import type { AccessSpec, ShareSpec } from '../../lib/kube/resources.ts';
+import { listenAddressProblem, parseListenAddress } from '../../lib/listen.ts';
 import type { RemoteShareArgs } from './executor.ts';
 
 /** The Access Service's port when `/agent/access` names no bind address. */
@@ -72,13 +73,14 @@ export function accessSpecFromArgs(args: { shareToken: string; bindAddress?: str
 } {
   let bindPort = DEFAULT_BIND_PORT;
   if (args.bindAddress !== undefined) {
-    const port = Number(/:(\d{1,5})$/.exec(args.bindAddress)?.[1]);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    const address = parseListenAddress(args.bindAddress);
+    if (!address) throw badInput(`bindAddress: ${listenAddressProblem(args.bindAddress)}`, 'invalid_bind');
+    if (address.port === 0)
       throw badInput(
-        `bindAddress: must be ip:port with a port 1-65535 (the access Service's port), got ${JSON.stringify(args.bindAddress)}`,
+        "bindAddress: port 0 (a free port) cannot be the access Service's port; name a port 1-65535",
+        'invalid_bind',
       );
-    }
-    bindPort = port;
+    bindPort = address.port;
   }
   return { shareToken: args.shareToken, bindPort };
 }

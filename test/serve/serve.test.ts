@@ -264,7 +264,11 @@ describe('svc serve (single machine)', () => {
         1,
         `cannot listen on 127.0.0.1:${busyPort}: address already in use`,
       ],
-      [['access', 'private', privateShare.token, '--bind', 'here'], 1, 'bind address must be ip:port'],
+      [
+        ['access', 'private', privateShare.token, '--bind', 'here'],
+        1,
+        '--bind: must be ip:port (for example 0.0.0.0:8080), got "here"',
+      ],
       [['unshare', 'nosuchshare0'], 1, 'unknown share token "nosuchshare0"'],
     ];
     try {
