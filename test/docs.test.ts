@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { OAUTH_KEYS, PROVIDER_KEYS, TOP_KEYS } from '../lib/config/frontend.ts';
+import { OAUTH_KEYS, TOP_KEYS } from '../lib/config/frontend.ts';
+import { PROVIDER_KEYS } from '../lib/config/providers.ts';
 import { SHARE_KEYS } from '../lib/share/spec.ts';
 
 /** The README's configuration reference is checked against the parser's key lists, so they cannot drift. */

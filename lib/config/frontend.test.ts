@@ -52,8 +52,9 @@ describe('frontend configuration', () => {
     expect(config.oauth.sessionLifetimeMs).toBe(6 * 3600_000);
     expect(config.oauth.intermediateLifetimeMs).toBe(5 * 60_000);
     expect(config.oauth.providers.map((p) => p.type)).toEqual(['idp1', 'idp2', 'oidc']);
-    expect(config.oauth.providers[0]?.endpoints.token_url?.href).toBe('https://oauth2.googleapis.com/token');
-    expect(config.oauth.providers[1]?.endpoints.api_base_url?.href).toBe('https://api.github.com/');
+    const [idp1, idp2] = config.oauth.providers;
+    expect(idp1?.type === 'idp1' && idp1.endpoints.token_url.href).toBe('https://oauth2.googleapis.com/token');
+    expect(idp2?.type === 'idp2' && idp2.endpoints.api_base_url.href).toBe('https://api.github.com/');
     expect(config.shares[0]?.oauth?.checkIntervalMs).toBe(3 * 3600_000);
   });
 
@@ -139,6 +140,34 @@ describe('frontend configuration', () => {
     o.encryption_key = 'e'.repeat(24);
     o.cookie_domain = 'example.com';
     expect(problemsOf(doc)).toEqual([]);
+  });
+
+  it('gives each provider type exactly its settings, every endpoint resolved at load time', () => {
+    const doc = valid();
+    const providers = doc.oauth.providers as Record<string, unknown>[];
+    providers[0]!.token_url = 'http://127.0.0.1:9/token';
+    const config = parseFrontendConfig(doc);
+    expect(config.oauth.providers.map((p) => [p.type, Object.keys(p.endpoints)])).toEqual([
+      ['idp1', ['authorize_url', 'token_url', 'user_info_url', 'revocation_url', 'login_url']],
+      ['idp2', ['authorize_url', 'token_url', 'api_base_url', 'login_url']],
+      ['oidc', ['login_url']],
+    ]);
+    const [idp1, , oidc] = config.oauth.providers;
+    expect(idp1?.type === 'idp1' && idp1.endpoints.token_url.href).toBe('http://127.0.0.1:9/token');
+    expect(oidc?.type === 'oidc' && [oidc.issuer.href, oidc.endpoints.login_url.href, oidc.supportsPkce]).toEqual([
+      'https://idp.example.com/',
+      'https://idp.example.com/',
+      true,
+    ]);
+
+    providers[0]!.api_base_url = 'https://api.example.com';
+    providers[1]!.user_info_url = 'https://api.example.com/user';
+    providers[2]!.token_url = 'https://idp.example.com/token';
+    expect(problemsOf(doc)).toEqual([
+      'oauth.providers[0].api_base_url: not used by type idp1',
+      'oauth.providers[1].user_info_url: not used by type idp2',
+      'oauth.providers[2].token_url: not used by type oidc: its endpoints come from issuer discovery',
+    ]);
   });
 
   it('requires a provider for OAuth share options and knows the provider names', () => {

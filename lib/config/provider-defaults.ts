@@ -1,17 +1,9 @@
 /**
- * Real endpoints of the idp1 (web-search company) and idp2 (code-hosting platform) provider types.
- * Config may override each one, so tests and air-gapped installs point them at local servers.
+ * The one source of the provider types' defaults: scopes, and the real endpoints of the idp1
+ * (web-search company) and idp2 (code-hosting platform) types. The endpoint keys of a type are
+ * exactly the endpoints it uses; config may override each one (tests and air-gapped installs point
+ * them at local servers), and no other endpoint key is accepted for that type.
  */
-export interface ProviderEndpoints {
-  readonly authorize_url?: URL;
-  readonly token_url?: URL;
-  readonly user_info_url?: URL;
-  readonly revocation_url?: URL;
-  readonly api_base_url?: URL;
-  /** Where logout without redirect_url sends the visitor: the provider's login page. */
-  readonly login_url?: URL;
-}
-
 export const PROVIDER_DEFAULTS = {
   idp1: {
     scopes: ['openid', 'email'],
@@ -20,6 +12,7 @@ export const PROVIDER_DEFAULTS = {
       token_url: 'https://oauth2.googleapis.com/token',
       user_info_url: 'https://openidconnect.googleapis.com/v1/userinfo',
       revocation_url: 'https://oauth2.googleapis.com/revoke',
+      /** Where logout without redirect_url sends the visitor: the provider's login page. */
       login_url: 'https://accounts.google.com/ServiceLogin',
     },
   },
@@ -32,5 +25,14 @@ export const PROVIDER_DEFAULTS = {
       login_url: 'https://github.com/login',
     },
   },
+  /** Endpoints come from the issuer's discovery document; `login_url` defaults to the issuer. */
   oidc: { scopes: ['openid', 'email', 'profile'], endpoints: {} },
 } as const satisfies Record<string, { scopes: readonly string[]; endpoints: Record<string, string> }>;
+
+/** Every endpoint setting of any type, as config keys. */
+export const ENDPOINT_KEYS = ['authorize_url', 'token_url', 'user_info_url', 'revocation_url', 'api_base_url'] as const;
+
+/** The resolved endpoints of an idp1 or idp2 provider: each one present (a default or an override). */
+export type EndpointsOf<T extends 'idp1' | 'idp2'> = {
+  readonly [K in keyof (typeof PROVIDER_DEFAULTS)[T]['endpoints']]: URL;
+};

@@ -83,9 +83,3 @@ export async function exchangeCode(provider: string, tokenUrl: URL, fields: Reco
   }
   return accessToken;
 }
-
-/** A configured endpoint of an idp1/idp2 provider, or a ProviderError naming the missing setting. */
-export function endpoint(provider: string, url: URL | undefined, setting: string): URL {
-  if (!url) throw new ProviderError(provider, `no ${setting} configured`);
-  return url;
-}

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { ProviderConfig } from '../../lib/config/frontend.ts';
+import type { Idp1Config } from '../../lib/config/providers.ts';
 import { ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
-import { callbackCode, endpoint, exchangeCode, form, providerRequest } from './http.ts';
+import { callbackCode, exchangeCode, form, providerRequest } from './http.ts';
 
 /**
  * idp1: the web-search company's OAuth 2.0 provider. Authorization code flow with PKCE against its
@@ -9,15 +9,14 @@ import { callbackCode, endpoint, exchangeCode, form, providerRequest } from './h
  * true), and RFC 7009 revocation at its revocation endpoint. It issues no refresh token for online
  * access, so a re-check restarts the login.
  */
-export function idp1Provider(config: ProviderConfig): Provider {
+export function idp1Provider(config: Idp1Config): Provider {
   const { name, endpoints } = config;
-  const need = (url: URL | undefined, setting: string): URL => endpoint(name, url, setting);
   return {
     name,
     type: 'idp1',
     ready: () => Promise.resolve(),
     authorizationUrl(request) {
-      const url = new URL(need(endpoints.authorize_url, 'authorize_url'));
+      const url = new URL(endpoints.authorize_url);
       url.search = form({
         client_id: config.clientId,
         redirect_uri: request.redirectUri,
@@ -32,7 +31,7 @@ export function idp1Provider(config: ProviderConfig): Provider {
       return Promise.resolve(url);
     },
     async completeLogin(input: CallbackInput) {
-      const accessToken = await exchangeCode(name, need(endpoints.token_url, 'token_url'), {
+      const accessToken = await exchangeCode(name, endpoints.token_url, {
         grant_type: 'authorization_code',
         code: callbackCode(name, input),
         redirect_uri: input.redirectUri,
@@ -40,7 +39,7 @@ export function idp1Provider(config: ProviderConfig): Provider {
         client_secret: config.clientSecret,
         code_verifier: input.codeVerifier,
       });
-      const info = await providerRequest(name, 'user info', need(endpoints.user_info_url, 'user_info_url'), {
+      const info = await providerRequest(name, 'user info', endpoints.user_info_url, {
         method: 'GET',
         headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
       });
@@ -55,14 +54,14 @@ export function idp1Provider(config: ProviderConfig): Provider {
     async revoke(tokens: ProviderTokens) {
       const token = tokens.accessToken ?? tokens.refreshToken;
       if (!token) return;
-      const result = await providerRequest(name, 'revocation', need(endpoints.revocation_url, 'revocation_url'), {
+      const result = await providerRequest(name, 'revocation', endpoints.revocation_url, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: form({ token }),
       });
       if (result.status !== 200) throw new ProviderError(name, `revocation refused (HTTP ${result.status})`);
     },
-    loginPageUrl: () => need(endpoints.login_url, 'login_url'),
+    loginPageUrl: () => endpoints.login_url,
   };
 }
 

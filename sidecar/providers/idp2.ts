@@ -1,6 +1,6 @@
-import type { ProviderConfig } from '../../lib/config/frontend.ts';
+import type { Idp2Config } from '../../lib/config/providers.ts';
 import { ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
-import { callbackCode, endpoint, exchangeCode, form, providerRequest } from './http.ts';
+import { callbackCode, exchangeCode, form, providerRequest } from './http.ts';
 import { pkceChallenge } from './idp1.ts';
 
 interface EmailEntry {
@@ -14,20 +14,16 @@ interface EmailEntry {
  * (the primary address, which must be `verified`); logout deletes the application token with
  * `DELETE {api}/applications/{client_id}/token` under HTTP basic auth. No refresh tokens.
  */
-export function idp2Provider(config: ProviderConfig): Provider {
+export function idp2Provider(config: Idp2Config): Provider {
   const { name, endpoints } = config;
-  const api = (path: string): URL => {
-    const base = endpoints.api_base_url;
-    if (!base) throw new ProviderError(name, 'no api_base_url configured');
-    return new URL(path.replace(/^\//, ''), base.href.endsWith('/') ? base : new URL(`${base.href}/`));
-  };
-  const need = (url: URL | undefined, setting: string): URL => endpoint(name, url, setting);
+  const base = new URL(endpoints.api_base_url.href.replace(/\/?$/, '/'));
+  const api = (path: string): URL => new URL(path.replace(/^\//, ''), base);
   return {
     name,
     type: 'idp2',
     ready: () => Promise.resolve(),
     authorizationUrl(request) {
-      const url = new URL(need(endpoints.authorize_url, 'authorize_url'));
+      const url = new URL(endpoints.authorize_url);
       url.search = form({
         client_id: config.clientId,
         redirect_uri: request.redirectUri,
@@ -40,7 +36,7 @@ export function idp2Provider(config: ProviderConfig): Provider {
       return Promise.resolve(url);
     },
     async completeLogin(input: CallbackInput) {
-      const accessToken = await exchangeCode(name, need(endpoints.token_url, 'token_url'), {
+      const accessToken = await exchangeCode(name, endpoints.token_url, {
         client_id: config.clientId,
         client_secret: config.clientSecret,
         code: callbackCode(name, input),
@@ -85,6 +81,6 @@ export function idp2Provider(config: ProviderConfig): Provider {
       );
       if (result.status !== 204) throw new ProviderError(name, `token deletion refused (HTTP ${result.status})`);
     },
-    loginPageUrl: () => need(endpoints.login_url, 'login_url'),
+    loginPageUrl: () => endpoints.login_url,
   };
 }

@@ -1,4 +1,4 @@
-import type { ProviderConfig } from '../../lib/config/frontend.ts';
+import type { ProviderConfig } from '../../lib/config/providers.ts';
 import { idp1Provider } from './idp1.ts';
 import { idp2Provider } from './idp2.ts';
 import { oidcProvider } from './oidc.ts';

@@ -1,5 +1,5 @@
 import * as client from 'openid-client';
-import type { ProviderConfig } from '../../lib/config/frontend.ts';
+import type { OidcConfig } from '../../lib/config/providers.ts';
 import { isLoopbackHost } from '../../lib/net.ts';
 import { errorText } from '../../lib/errors.ts';
 import {
@@ -19,9 +19,8 @@ type TokenResponse = Awaited<ReturnType<typeof client.authorizationCodeGrant>>;
  * supports it, email from the ID token or user info (`email_verified` must be true), refresh with
  * the stored refresh token (never the access token), and RFC 7009 revocation when discovered.
  */
-export function oidcProvider(config: ProviderConfig): Provider {
-  const { name } = config;
-  const issuer = config.issuer as URL;
+export function oidcProvider(config: OidcConfig): Provider {
+  const { name, issuer } = config;
   let discovered: Promise<client.Configuration> | undefined;
 
   const translate = (what: string, err: unknown): ProviderError =>
@@ -129,6 +128,6 @@ export function oidcProvider(config: ProviderConfig): Provider {
         }
       }
     },
-    loginPageUrl: () => config.endpoints.login_url ?? new URL(issuer.href),
+    loginPageUrl: () => config.endpoints.login_url,
   };
 }

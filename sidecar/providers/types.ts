@@ -1,5 +1,5 @@
 import { SvcError } from '../../lib/errors.ts';
-import type { ProviderType } from '../../lib/config/frontend.ts';
+import type { ProviderType } from '../../lib/config/providers.ts';
 
 /** Tokens kept in the session, only as far as refresh and revocation need them. */
 export interface ProviderTokens {
