@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { systemClock, type Clock } from '../lib/clock.ts';
 import type { Logger } from '../lib/logger.ts';
 import { errorText } from '../lib/errors.ts';
 import type { OAuthConfig } from '../lib/config/frontend.ts';
@@ -34,19 +35,27 @@ export class Authenticator {
   private readonly shares: () => ShareSource;
   private readonly metrics: FrontendMetrics;
   private readonly log: Logger;
+  private readonly clock: Clock;
   /** Sessions logged out here, until their natural expiry (see sessionsOf). */
   private readonly loggedOut = new Map<string, number>();
 
-  constructor(config: OAuthConfig, shares: () => ShareSource, metrics: FrontendMetrics, log: Logger) {
+  constructor(
+    config: OAuthConfig,
+    shares: () => ShareSource,
+    metrics: FrontendMetrics,
+    log: Logger,
+    clock: Clock = systemClock,
+  ) {
     this.config = config;
     this.shares = shares;
     this.metrics = metrics;
     this.log = log;
+    this.clock = clock;
     this.providers = createProviders(config.providers);
-    const sealer = createSealer(config.signingKey, config.encryptionKey);
+    const sealer = createSealer(config.signingKey, config.encryptionKey, clock);
     const cookieOptions = { domain: config.cookieDomain, secure: config.endpointUrl.protocol === 'https:' };
-    this.sessions = sessionCookies(sealer, config.cookieName, cookieOptions);
-    this.logins = new LoginStates(sealer, config.cookieName, config.intermediateLifetimeMs, cookieOptions);
+    this.sessions = sessionCookies(sealer, config.cookieName, cookieOptions, clock);
+    this.logins = new LoginStates(sealer, config.cookieName, config.intermediateLifetimeMs, cookieOptions, clock);
   }
 
   /** Every provider usable (oidc discovery done). */
@@ -69,7 +78,7 @@ export class Authenticator {
     const jar = this.sessionsOf(req);
     const session = jar.find((s) => s.share === share.token && s.provider === provider.name);
     if (session) {
-      const now = Date.now();
+      const now = this.clock.now();
       const due =
         now >= session.checkedAt + share.oauth.checkIntervalMs || now >= session.expiresAt - RENEWAL_WINDOW_MS;
       if (!due) {
@@ -92,7 +101,7 @@ export class Authenticator {
     if (!oauth) return undefined;
     const session = this.sessionsOf(req).find((s) => s.share === share.token && s.provider === oauth.provider);
     if (!session) return undefined;
-    if (Date.now() >= session.checkedAt + oauth.checkIntervalMs) return undefined;
+    if (this.clock.now() >= session.checkedAt + oauth.checkIntervalMs) return undefined;
     return refusalReason({ email: session.email, verified: true }, oauth) ? undefined : session;
   }
 
@@ -108,7 +117,7 @@ export class Authenticator {
         this.metrics.refreshes.inc({ provider: provider.name, result: 'refused' });
         return undefined;
       }
-      const now = Date.now();
+      const now = this.clock.now();
       // The share and provider are carried over from the old session, never taken from the request.
       const renewed: Session = {
         id: session.id,
@@ -207,7 +216,7 @@ export class Authenticator {
       fail(403, 'Access refused', refused, 'refused');
       return;
     }
-    const now = Date.now();
+    const now = this.clock.now();
     const session: Session = {
       id: randomBytes(12).toString('base64url'),
       share: share.token,
@@ -245,7 +254,7 @@ export class Authenticator {
     // Logout proceeds only for a visitor with a session of this provider (or none at all); it then
     // signs the browser out of every share: the whole cookie expires.
     if (jar.length === 0 || mine.length > 0) headers['set-cookie'] = this.sessions.clear();
-    const now = Date.now();
+    const now = this.clock.now();
     for (const [id, until] of this.loggedOut) if (until <= now) this.loggedOut.delete(id);
     for (const session of jar) if (mine.length > 0) this.loggedOut.set(session.id, session.expiresAt);
     for (const session of mine) {
@@ -286,7 +295,7 @@ export class Authenticator {
   private sessionsOf(req: IncomingMessage): readonly Session[] {
     const jar = this.sessions.read(req.headers.cookie);
     if (this.loggedOut.size === 0) return jar;
-    const now = Date.now();
+    const now = this.clock.now();
     return jar.filter((s) => {
       const until = this.loggedOut.get(s.id);
       return until === undefined || until <= now;

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { Clock } from '../lib/clock.ts';
 import type { OAuthConfig } from '../lib/config/frontend.ts';
 import { errorText } from '../lib/errors.ts';
 import { answerHealth, startHealthServer, type HealthRoutes, type HealthServer } from '../lib/health.ts';
@@ -30,6 +31,8 @@ export interface FrontendOptions {
   readonly metricsListen?: ListenAddress;
   /** Timeouts and connection caps against slow or greedy clients (defaults in connections.ts). */
   readonly limits?: Partial<FrontendLimits>;
+  /** Time of sessions, login state and re-checks; the system clock unless a test moves time itself. */
+  readonly clock?: Clock;
 }
 
 export interface RunningFrontend {
@@ -62,7 +65,7 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
   const endpointUrl =
     typeof options.endpointUrl === 'function' ? options.endpointUrl(portOf(server)) : options.endpointUrl;
   const auth = options.oauth
-    ? new Authenticator({ ...options.oauth, endpointUrl }, () => shares, metrics, log)
+    ? new Authenticator({ ...options.oauth, endpointUrl }, () => shares, metrics, log, options.clock)
     : undefined;
   const proxy = createShareProxy(metrics, limits.backendTimeoutMs);
   const deps: ShareHandlerDeps = { auth, cookieName: options.oauth?.cookieName, endpointUrl, proxy, metrics, log };

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { TestClock } from '../test/support/clock.ts';
 import { LoginStates } from './login-state.ts';
 import { createSealer } from './seal.ts';
 
@@ -18,14 +19,17 @@ describe('login state', () => {
     expect(states.complete('corp', login.state, cookieOf(login.setCookie))).toBe('the login state was already used');
   });
 
-  it('refuses an expired state (intermediate_lifetime) and a cookie from another login', async () => {
-    const states = new LoginStates(sealer, 'svc-auth-session', 30, { domain: 'example.com', secure: true });
+  it('refuses an expired state (intermediate_lifetime) and a cookie from another login', () => {
+    const clock = new TestClock();
+    const timedSealer = createSealer('s'.repeat(32), 'e'.repeat(24), clock);
+    const options = { domain: 'example.com', secure: true };
+    const states = new LoginStates(timedSealer, 'svc-auth-session', 30, options, clock);
     const first = states.start('corp', 'abc', '/');
     const second = states.start('corp', 'abc', '/');
     expect(states.complete('corp', first.state, cookieOf(second.setCookie))).toBe(
       'the login was started in another browser or has expired',
     );
-    await new Promise((r) => setTimeout(r, 50));
+    clock.advance(50);
     expect(states.complete('corp', second.state, cookieOf(second.setCookie))).toBe(
       'the login state is invalid or expired',
     );

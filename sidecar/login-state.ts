@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { systemClock, type Clock } from '../lib/clock.ts';
 import { parseCookies, serializeCookie, type CookieOptions } from './cookies.ts';
 import type { Sealer } from './seal.ts';
 
@@ -43,22 +44,25 @@ export class LoginStates {
   private readonly sealer: Sealer;
   private readonly lifetimeMs: number;
   private readonly cookieOptions: Omit<CookieOptions, 'maxAgeSeconds'>;
+  private readonly clock: Clock;
 
   constructor(
     sealer: Sealer,
     cookieName: string,
     lifetimeMs: number,
     cookieOptions: Omit<CookieOptions, 'maxAgeSeconds'>,
+    clock: Clock = systemClock,
   ) {
     this.sealer = sealer;
     this.cookieName = `${cookieName}-login`;
     this.lifetimeMs = lifetimeMs;
     this.cookieOptions = cookieOptions;
+    this.clock = clock;
   }
 
   start(provider: string, share: string, path: string): StartedLogin {
     const id = randomBytes(16).toString('base64url');
-    const expires = Date.now() + this.lifetimeMs;
+    const expires = this.clock.now() + this.lifetimeMs;
     const secrets: LoginSecrets = {
       id,
       nonce: randomBytes(16).toString('base64url'),
@@ -89,7 +93,7 @@ export class LoginStates {
     if (!secrets || secrets.id !== state.id) return 'the login was started in another browser or has expired';
     this.prune();
     if (this.used.has(state.id)) return 'the login state was already used';
-    this.used.set(state.id, Date.now() + this.lifetimeMs);
+    this.used.set(state.id, this.clock.now() + this.lifetimeMs);
     return { state, nonce: secrets.nonce, codeVerifier: secrets.codeVerifier };
   }
 
@@ -98,7 +102,7 @@ export class LoginStates {
   }
 
   private prune(): void {
-    const now = Date.now();
+    const now = this.clock.now();
     for (const [id, until] of this.used) if (until <= now) this.used.delete(id);
   }
 }

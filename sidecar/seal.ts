@@ -7,6 +7,7 @@ import {
   randomBytes,
   timingSafeEqual,
 } from 'node:crypto';
+import { systemClock, type Clock } from '../lib/clock.ts';
 
 /**
  * Authenticated envelope for everything the frontend hands to a browser (session cookie, login
@@ -28,7 +29,7 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const MAC_BYTES = 32;
 
-export function createSealer(signingKey: string, encryptionKey: string): Sealer {
+export function createSealer(signingKey: string, encryptionKey: string, clock: Clock = systemClock): Sealer {
   // KeyObjects, not raw buffers: every request opens a cookie, and re-importing a raw key on each
   // cipher/HMAC call cost ~70 µs per request (measured, docs/benchmarks.md).
   const encKey = createSecretKey(Buffer.from(hkdfSync('sha256', encryptionKey, 'svc-seal', 'svc aes-256-gcm v1', 32)));
@@ -47,7 +48,7 @@ export function createSealer(signingKey: string, encryptionKey: string): Sealer 
       return Buffer.concat([body, mac(purpose, body)]).toString('base64url');
     },
 
-    open<T>(purpose: Purpose, sealed: string | undefined, nowMs = Date.now()): T | undefined {
+    open<T>(purpose: Purpose, sealed: string | undefined, nowMs = clock.now()): T | undefined {
       if (!sealed || sealed.length > 8192 || !/^[A-Za-z0-9_-]+$/.test(sealed)) return undefined;
       const raw = Buffer.from(sealed, 'base64url');
       if (raw.length < IV_BYTES + TAG_BYTES + MAC_BYTES + 1) return undefined;

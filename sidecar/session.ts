@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../lib/clock.ts';
 import { MAX_COOKIE_BYTES, parseCookies, serializeCookie, type CookieOptions } from './cookies.ts';
 import type { Sealer } from './seal.ts';
 import type { ProviderTokens } from './providers/types.ts';
@@ -46,17 +47,18 @@ export function sessionCookies(
   sealer: Sealer,
   name: string,
   options: Omit<CookieOptions, 'maxAgeSeconds'>,
+  clock: Clock = systemClock,
 ): SessionCookies {
   const serialize = (sessions: readonly Session[]): string => {
     const expiresAt = Math.max(...sessions.map((s) => s.expiresAt));
     return serializeCookie(name, sealer.seal('session', { sessions } satisfies Jar, expiresAt), {
       ...options,
-      maxAgeSeconds: (expiresAt - Date.now()) / 1000,
+      maxAgeSeconds: (expiresAt - clock.now()) / 1000,
     });
   };
 
   const write = (session: Session, others: readonly Session[]): string => {
-    const now = Date.now();
+    const now = clock.now();
     const kept = others
       .filter((s) => s.share !== session.share && s.expiresAt > now)
       .sort((a, b) => b.checkedAt - a.checkedAt);
@@ -86,7 +88,7 @@ export function sessionCookies(
       if (opened.size >= OPENED_CACHE_SIZE) opened.delete(opened.keys().next().value as string);
       opened.set(value, sessions);
     }
-    const now = Date.now();
+    const now = clock.now();
     return sessions.filter((s) => s.expiresAt > now);
   };
 

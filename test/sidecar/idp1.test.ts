@@ -271,7 +271,7 @@ describe('idp1 provider flow', () => {
 
   it('restarts the login at the check interval (no refresh for idp1)', async () => {
     const { session } = await login('quick1', '/page');
-    await new Promise((r) => setTimeout(r, 1200));
+    fe.clock.advance(1200);
     const authorizations = idp1.authorizeRequests.length;
     const reply = await get(fe.port, fe.host('quick1'), '/page', { headers: { cookie: session } });
     expect(reply.status).toBe(302);
@@ -291,7 +291,7 @@ describe('idp1 provider flow', () => {
     const { authorizeUrl, loginCookie } = await startLogin(shortFe, 'open1');
     expect(loginCookie).toMatch(/^svc-auth-session-login=/);
     const back = await idp1.authorize(authorizeUrl);
-    await new Promise((r) => setTimeout(r, 2500));
+    shortFe.clock.advance(2500);
     const reply = await callback(shortFe, back, loginCookie);
     expect(reply.status).toBe(400);
     expect(reply.body).toContain('<h1>Login failed</h1>');

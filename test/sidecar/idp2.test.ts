@@ -264,7 +264,7 @@ describe('idp2 provider flow', () => {
 
   it('restarts the login at the check interval (no refresh for idp2)', async () => {
     const { session } = await login('quick2', '/page');
-    await new Promise((r) => setTimeout(r, 1200));
+    fe.clock.advance(1200);
     const reply = await get(fe.port, fe.host('quick2'), '/page', { headers: { cookie: session } });
     expect(reply.status).toBe(302);
     const next = new URL(reply.headers.location ?? '');
@@ -279,7 +279,7 @@ describe('idp2 provider flow', () => {
     const exchanges = idp2.tokenRequests.length;
     const { authorizeUrl, loginCookie } = await startLogin(shortFe, 'open2');
     const back = await idp2.authorize(authorizeUrl);
-    await new Promise((r) => setTimeout(r, 2500));
+    shortFe.clock.advance(2500);
     const reply = await callback(shortFe, back, loginCookie);
     expect(reply.status).toBe(400);
     expect(reply.body).toContain('<h1>Login failed</h1>');

@@ -118,7 +118,7 @@ describe('OIDC login in a real browser', () => {
     await page.close();
   });
 
-  it('refreshes without a prompt when the check interval passes', async () => {
+  it('refreshes without a prompt when the check interval passes (in real time: no clock moved)', async () => {
     const page = await context.newPage();
     await open(page, 'quick');
     const before = idp.refreshes.count;
@@ -138,7 +138,7 @@ describe('OIDC login in a real browser', () => {
     await open(page, 'quick');
     await page.close();
     const cookies = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
-    await new Promise((r) => setTimeout(r, 2500));
+    fe.clock.advance(2500);
     const before = idp.refreshes.count;
     // Due for a refresh, but presented on share beta: a new login, not a refresh of quick's session.
     const onBeta = await get(fe.port, fe.host('beta'), '/', { headers: { cookie: cookies } });
@@ -151,7 +151,7 @@ describe('OIDC login in a real browser', () => {
   it('restarts the login at the check interval when the provider gives no refresh token', async () => {
     const page = await context.newPage();
     await open(page, 'noref', 'bob@example.net');
-    await new Promise((r) => setTimeout(r, 2500));
+    fe.clock.advance(2500);
     const navigations: string[] = [];
     page.on('request', (r) => navigations.push(r.url()));
     await page.reload();

@@ -4,6 +4,7 @@ import { startFrontend, type RunningFrontend } from '../../sidecar/frontend.ts';
 import type { FrontendLimits } from '../../sidecar/connections.ts';
 import { staticShares } from '../../lib/share/source.ts';
 import { createLogger } from '../../lib/logger.ts';
+import { TestClock } from './clock.ts';
 
 export const TEST_SIGNING_KEY = 'test-signing-key-0123456789abcdefghijkl';
 export const TEST_ENCRYPTION_KEY = 'test-encryption-key-0123456789';
@@ -28,6 +29,8 @@ export interface TestFrontend {
   /** Host header value of a share (`<token>.svc.localhost:<port>`). */
   host(token: string): string;
   readonly authHost: string;
+  /** The frontend's clock: real time until a test moves it forward (`clock.advance(ms)`). */
+  readonly clock: TestClock;
   close(): Promise<void>;
 }
 
@@ -59,6 +62,7 @@ export async function startTestFrontend(doc: {
     shares: doc.shares,
   });
   const logs = new LogCapture();
+  const clock = new TestClock();
   const endpoint = config.oauth.endpointUrl;
   const frontend = await startFrontend({
     listen: { host: '127.0.0.1', port: 0 },
@@ -69,6 +73,7 @@ export async function startTestFrontend(doc: {
     logger: createLogger('frontend-test', { level: 'debug', destination: logs }),
     metricsListen: { host: '127.0.0.1', port: 0 },
     ...(doc.limits ? { limits: doc.limits } : {}),
+    clock,
   });
   return {
     frontend,
@@ -77,6 +82,7 @@ export async function startTestFrontend(doc: {
     logs,
     host: (token) => `${token}.${domain}:${frontend.port}`,
     authHost: `${frontend.endpointUrl.host}`,
+    clock,
     close: () => frontend.close(),
   };
 }
