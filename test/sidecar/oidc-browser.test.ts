@@ -74,6 +74,18 @@ describe('OIDC login in a real browser', () => {
     await page.waitForLoadState();
     return final;
   };
+  /**
+   * `open`, then wait until the share's backend got the favicon Chromium fetches after a page loads:
+   * a test that then moves the frontend's clock knows no request of this page arrives later (one
+   * arriving after the jump would start a second login, racing the test's own).
+   */
+  const openSettled = async (page: Page, token: string, email?: string) => {
+    const favicons = () =>
+      backend.seen.filter((r) => r.url === '/favicon.ico' && r.headers['x-forwarded-host'] === fe.host(token)).length;
+    const before = favicons();
+    await open(page, token, email);
+    await expect.poll(favicons).toBeGreaterThan(before);
+  };
   const backendJson = async (page: Page) =>
     JSON.parse((await page.textContent('body')) ?? '{}') as { url: string; headers: Record<string, string> };
 
@@ -135,7 +147,7 @@ describe('OIDC login in a real browser', () => {
 
   it('never refreshes a session into another share', async () => {
     const page = await context.newPage();
-    await open(page, 'quick');
+    await openSettled(page, 'quick');
     await page.close();
     const cookies = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
     fe.clock.advance(2500);
@@ -150,7 +162,7 @@ describe('OIDC login in a real browser', () => {
 
   it('restarts the login at the check interval when the provider gives no refresh token', async () => {
     const page = await context.newPage();
-    await open(page, 'noref', 'bob@example.net');
+    await openSettled(page, 'noref', 'bob@example.net');
     fe.clock.advance(2500);
     const navigations: string[] = [];
     page.on('request', (r) => navigations.push(r.url()));
