@@ -8,13 +8,19 @@
  * (autocannon in a child process, or wrk). The session cookie comes from a real login through the
  * provider's login form. Exits non-zero when any configuration saw a non-2xx response or an error.
  *
- *   npm run bench:frontend -- [--duration 10] [--warmup 2] [--connections 32] [--load auto|autocannon|wrk]
+ *   npm run bench:frontend -- [--duration 10] [--warmup 2] [--connections 32] [--load auto|autocannon|wrk] [--rate auto|N]
+ *
+ * oauth2-proxy (built by bench/provide-oauth2-proxy.sh, as released and with a 64-connection idle
+ * upstream pool) is measured as the peer a user would pick instead, logged in the same way. Then
+ * each configuration is loaded at one fixed arrival rate (`--rate`, default half of the frontend
+ * OAuth share's saturation rate) for latency without coordinated omission (bench/lib/fixed-rate.ts).
+ * The report is printed and written to docs/benchmarks/frontend.md.
  *
  * `--load auto` (default) uses wrk when it is installed: written in C, it takes far less of a small
  * machine's CPU from the servers being measured, and reports latency in µs (autocannon: 1 ms steps).
  */
-import { writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -23,12 +29,15 @@ import { stringify } from 'yaml';
 import { devInteractionsLogin } from './lib/dev-login.ts';
 import type { FixedBackend } from './lib/fixed-backend.ts';
 import { CookieJar, request } from './lib/http.ts';
+import type { FixedRateOptions, FixedRateResult } from './lib/fixed-rate.ts';
 import { runLoad, type LoadResult, type LoadTool } from './lib/load.ts';
 import { startNginxProxy } from './lib/nginx.ts';
+import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
 import { freePort } from './lib/ports.ts';
 import {
   commandExists,
   cpuSeconds,
+  exitedChildrenCpuSeconds,
   installCleanup,
   memoryKiB,
   removeScratchDir,
@@ -40,6 +49,9 @@ import {
 } from './lib/processes.ts';
 import { fixed, markdownTable, mib, ratio } from './lib/report.ts';
 
+/* The Markdown report of the last run, also printed. */
+const REPORT_FILE = fileURLToPath(new URL('../docs/benchmarks/frontend.md', import.meta.url));
+
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DOMAIN = 'bench.localhost';
 const BODY_BYTES = 64;
@@ -50,6 +62,8 @@ interface Settings {
   readonly warmupSeconds: number;
   readonly connections: number;
   readonly tool: LoadTool;
+  /** Arrival rate (req/s) of the latency runs; undefined: half of the frontend OAuth share's saturation rate. */
+  readonly rate: number | undefined;
 }
 
 interface Target {
@@ -58,6 +72,8 @@ interface Target {
   readonly headers: Record<string, string>;
   /** Processes whose CPU time is charged to this configuration's proxy (none for direct). */
   readonly proxyPids: () => number[];
+  /** The process whose peak RSS is reported (the proxy's, or nginx's worker). */
+  readonly memoryPid?: () => number | undefined;
 }
 
 interface Measured {
@@ -65,6 +81,13 @@ interface Measured {
   readonly load: LoadResult;
   readonly proxyCpuSeconds?: number;
   readonly backendCpuSeconds?: number;
+  readonly loadCpuSeconds?: number;
+  readonly peakRssKiB?: number;
+}
+
+interface Latency {
+  readonly target: Target;
+  readonly result: FixedRateResult;
 }
 
 function settings(): Settings {
@@ -74,6 +97,7 @@ function settings(): Settings {
       warmup: { type: 'string', default: '2' },
       connections: { type: 'string', default: '32' },
       load: { type: 'string', default: 'auto' },
+      rate: { type: 'string', default: 'auto' },
     },
   });
   const int = (name: string, text: string, min: number, max: number): number => {
@@ -88,6 +112,7 @@ function settings(): Settings {
     warmupSeconds: int('warmup', values.warmup, 0, 30),
     connections: int('connections', values.connections, 1, 1024),
     tool: load,
+    rate: values.rate === 'auto' ? undefined : int('rate', values.rate, 1, 1_000_000),
   };
 }
 
@@ -98,7 +123,7 @@ async function main(): Promise<number> {
   const loadBefore = loadavg();
   try {
     // Servers, each in its own process.
-    const [backend, idp, frontendPort, metricsPort, nginxPort] = await Promise.all([
+    const [backend, idp, frontendPort, metricsPort, nginxPort, ...peerPorts] = await Promise.all([
       startModule<FixedBackend>('backend', join(ROOT, 'bench/lib/fixed-backend.ts'), 'startFixedBackend', {
         bodyBytes: BODY_BYTES,
       }),
@@ -108,6 +133,8 @@ async function main(): Promise<number> {
         'startDevIdentityProvider',
         {},
       ),
+      freePort(),
+      freePort(),
       freePort(),
       freePort(),
       freePort(),
@@ -129,6 +156,7 @@ async function main(): Promise<number> {
 
     const frontendPids = (): number[] => [frontend.pid];
     const nginxPids = (): number[] => [nginx.process.pid, nginx.workerPid()].filter((p) => p !== undefined);
+    const peers = await startPeers(backendUrl, idp.ready, peerPorts);
     const targets: Target[] = [
       { name: 'direct (backend)', url: backendUrl.href, headers: {}, proxyPids: () => [] },
       {
@@ -136,18 +164,22 @@ async function main(): Promise<number> {
         url: `http://127.0.0.1:${nginxPort}/`,
         headers: { host: `open.${DOMAIN}` },
         proxyPids: nginxPids,
+        memoryPid: () => nginx.workerPid(),
       },
+      ...peers,
       {
         name: 'frontend, open share',
         url: `http://127.0.0.1:${frontendPort}/`,
         headers: { host: shareUrl('open').host },
         proxyPids: frontendPids,
+        memoryPid: () => frontend.pid,
       },
       {
         name: 'frontend, OAuth share (authenticated)',
         url: `http://127.0.0.1:${frontendPort}/`,
         headers: { host: shareUrl('login').host, cookie },
         proxyPids: frontendPids,
+        memoryPid: () => frontend.pid,
       },
     ];
     for (const t of targets) await checkTarget(t);
@@ -163,18 +195,34 @@ async function main(): Promise<number> {
     }
     const memoryAfter = memoryKiB(frontend.pid);
     const heapAfter = await heapUsedMiB(metricsPort);
-    const nginxWorker = nginx.workerPid();
-    const nginxMemory = nginxWorker !== undefined ? memoryKiB(nginxWorker) : {};
 
-    printReport(
+    const frontendOAuth = results.find((r) => r.target.name.startsWith('frontend, OAuth'));
+    const rate = s.rate ?? Math.max(1, Math.floor((frontendOAuth?.load.requestsPerSecond ?? 2000) / 2));
+    const latencies: Latency[] = [];
+    for (const target of targets) {
+      process.stderr.write(`${target.name}: ${s.durationSeconds}s at ${rate} req/s (fixed rate)\n`);
+      latencies.push({ target, result: await fixedRate(s, target, rate) });
+    }
+
+    const report = formatReport(
       s,
       results,
-      { before: memoryBefore, after: memoryAfter, nginx: nginxMemory, heapBefore, heapAfter },
+      latencies,
+      { before: memoryBefore, after: memoryAfter, heapBefore, heapAfter },
       loadBefore,
     );
-    const bad = results.filter((r) => r.load.non2xx > 0 || r.load.errors > 0 || r.load.requests === 0);
-    for (const r of bad)
-      process.stderr.write(`FAILED: ${r.target.name}: ${r.load.non2xx} non-2xx, ${r.load.errors} errors\n`);
+    process.stdout.write(report);
+    mkdirSync(join(REPORT_FILE, '..'), { recursive: true });
+    // Formatted as the repository's docs are, so a fresh report passes `prettier --check docs`.
+    const prettier = await import('prettier');
+    const style = await prettier.resolveConfig(REPORT_FILE);
+    writeFileSync(REPORT_FILE, await prettier.format(report, { ...style, parser: 'markdown' }));
+    process.stderr.write(`written to ${REPORT_FILE}\n`);
+    const bad = [
+      ...results.map((r) => ({ name: r.target.name, ...r.load, ok: r.load.requests > 0 })),
+      ...latencies.map((l) => ({ name: l.target.name, ...l.result, ok: l.result.completed > 0 })),
+    ].filter((r) => r.non2xx > 0 || r.errors > 0 || !r.ok);
+    for (const r of bad) process.stderr.write(`FAILED: ${r.name}: ${r.non2xx} non-2xx, ${r.errors} errors\n`);
     return bad.length > 0 ? 1 : 0;
   } finally {
     await stopAll();
@@ -236,6 +284,68 @@ async function startFrontendProcess(
   throw new Error(`the frontend did not become ready:\n${frontend.output().slice(-2000)}`);
 }
 
+const PEERS: readonly { build: OAuth2ProxyBuild; name: string }[] = [
+  { build: 'oauth2-proxy', name: 'oauth2-proxy v7.15.2 (defaults)' },
+  { build: 'oauth2-proxy-pool64', name: 'oauth2-proxy v7.15.2 (64 idle upstream conns)' },
+];
+
+/**
+ * oauth2-proxy in front of the same backend, each build logged in through the same provider form
+ * as the frontend. A build that is missing is left out with a note (bench/provide-oauth2-proxy.sh).
+ */
+async function startPeers(
+  backend: URL,
+  idp: { issuer: string; clientId: string; clientSecret: string },
+  ports: number[],
+): Promise<Target[]> {
+  const targets: Target[] = [];
+  for (const [i, peer] of PEERS.entries()) {
+    const port = ports[i];
+    if (!oauth2ProxyBinary(peer.build) || port === undefined) {
+      process.stderr.write(`${peer.build} not built (run bench/provide-oauth2-proxy.sh): left out\n`);
+      continue;
+    }
+    const proc = await startOAuth2Proxy({ build: peer.build, port, upstream: backend, idp });
+    const start = new URL(`http://127.0.0.1:${port}/`);
+    const unauthenticated = await request(start);
+    if (unauthenticated.status !== 302 || !unauthenticated.headers.location?.startsWith(idp.issuer.replace(/\/$/, '')))
+      throw new Error(`${peer.build} did not redirect to the provider (status ${unauthenticated.status})`);
+    const jar = new CookieJar();
+    const login = await devInteractionsLogin({ start, jar, login: 'bench@example.com' });
+    const cookie = jar.header(start);
+    if (login.reply.status !== 200 || !login.reply.body.startsWith(BODY_START) || !cookie)
+      throw new Error(`${peer.build}: login did not end on the backend's page (status ${login.reply.status})`);
+    targets.push({
+      name: peer.name,
+      url: start.href,
+      headers: { cookie },
+      proxyPids: () => [proc.pid],
+      memoryPid: () => proc.pid,
+    });
+  }
+  return targets;
+}
+
+/** One configuration at a fixed arrival rate, the generator in its own process. */
+async function fixedRate(s: Settings, target: Target, rate: number): Promise<FixedRateResult> {
+  const options: FixedRateOptions = {
+    url: target.url,
+    headers: target.headers,
+    rate,
+    durationSeconds: s.durationSeconds,
+    connections: s.connections,
+  };
+  const child = await startModule<FixedRateResult>(
+    'fixed-rate',
+    join(ROOT, 'bench/lib/fixed-rate.ts'),
+    'runFixedRate',
+    options,
+    (s.durationSeconds + 30) * 1000,
+  );
+  await child.exited;
+  return child.ready;
+}
+
 /** The frontend's JS heap in use (MiB), from its own Prometheus metrics. */
 async function heapUsedMiB(metricsPort: number): Promise<number | undefined> {
   const reply = await request(new URL(`http://127.0.0.1:${metricsPort}/metrics`)).catch(() => undefined);
@@ -262,12 +372,18 @@ async function measure(s: Settings, target: Target, backend: BenchProcess<FixedB
   const pids = target.proxyPids();
   const proxyBefore = pids.length > 0 ? cpu(pids) : undefined;
   const backendBefore = cpuSeconds(backend.pid);
+  const loadBefore = exitedChildrenCpuSeconds();
   const load = await runLoad(s.tool, { ...base, durationSeconds: s.durationSeconds });
+  const loadAfter = exitedChildrenCpuSeconds();
   const proxyAfter = pids.length > 0 ? cpu(pids) : undefined;
   const backendAfter = cpuSeconds(backend.pid);
+  const memoryPid = target.memoryPid?.();
+  const peakRssKiB = memoryPid !== undefined ? memoryKiB(memoryPid).peak : undefined;
   return {
     target,
     load,
+    ...(peakRssKiB !== undefined ? { peakRssKiB } : {}),
+    ...(loadBefore !== undefined && loadAfter !== undefined ? { loadCpuSeconds: loadAfter - loadBefore } : {}),
     ...(proxyBefore !== undefined && proxyAfter !== undefined ? { proxyCpuSeconds: proxyAfter - proxyBefore } : {}),
     ...(backendBefore !== undefined && backendAfter !== undefined
       ? { backendCpuSeconds: backendAfter - backendBefore }
@@ -275,40 +391,59 @@ async function measure(s: Settings, target: Target, backend: BenchProcess<FixedB
   };
 }
 
-function printReport(
+function formatReport(
   s: Settings,
   results: Measured[],
-  memory: {
-    before: { rss?: number };
-    after: { rss?: number; peak?: number };
-    nginx: { rss?: number };
-    heapBefore?: number;
-    heapAfter?: number;
-  },
+  latencies: Latency[],
+  memory: { before: { rss?: number }; after: { rss?: number; peak?: number }; heapBefore?: number; heapAfter?: number },
   loadBefore: number[],
-): void {
+): string {
   const direct = results[0]?.load;
+  const peer = results.find((r) => r.target.name.includes('defaults'))?.load;
+  const tunedPeer = results.find((r) => r.target.name.includes('idle upstream'))?.load;
   const perRequestUs = (seconds: number | undefined, r: LoadResult): number | undefined =>
     seconds === undefined || r.requests === 0 ? undefined : (seconds / r.requests) * 1e6;
-  const rows = results.map(({ target, load, proxyCpuSeconds, backendCpuSeconds }) => [
+  const cores = (seconds: number | undefined, r: LoadResult): number | undefined =>
+    seconds === undefined ? undefined : seconds / r.durationSeconds;
+  const rows = results.map(({ target, load, proxyCpuSeconds, backendCpuSeconds, loadCpuSeconds, peakRssKiB }) => [
     target.name,
     fixed(load.requestsPerSecond, 0),
     fixed(load.p50Ms, load.tool === 'wrk' ? 2 : 0),
     fixed(load.p99Ms, load.tool === 'wrk' ? 2 : 0),
     `${load.non2xx} / ${load.errors}`,
     ratio(load.requestsPerSecond, direct?.requestsPerSecond),
-    ratio(load.p50Ms, direct?.p50Ms),
+    ratio(load.requestsPerSecond, peer?.requestsPerSecond),
+    ratio(load.requestsPerSecond, tunedPeer?.requestsPerSecond),
     fixed(perRequestUs(proxyCpuSeconds, load), 0),
+    fixed(cores(proxyCpuSeconds, load), 2),
     fixed(perRequestUs(backendCpuSeconds, load), 0),
+    fixed(cores(loadCpuSeconds, load), 2),
+    mib(peakRssKiB),
+  ]);
+  const directLatency = latencies[0]?.result;
+  const latencyRows = latencies.map(({ target, result }) => [
+    target.name,
+    `${result.completed} / ${result.sent}`,
+    fixed(result.p50Ms, 2),
+    fixed(result.p99Ms, 2),
+    `${result.non2xx} / ${result.errors}`,
+    directLatency ? fixed(result.p99Ms - directLatency.p99Ms, 2) : '-',
   ]);
   const cpu = cpus();
-  const out = [
+  return [
+    '# Frontend benchmark — last run',
     '',
-    `date: ${new Date().toISOString()}  node: ${process.version}  cpus: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown'}`,
-    `load generator: ${s.tool}, ${s.connections} connections, ${s.warmupSeconds}s warm-up + ${s.durationSeconds}s per configuration, 127.0.0.1, ${BODY_BYTES}-byte body`,
-    `load average before: ${loadBefore.map((l) => l.toFixed(2)).join(' ')}  after: ${loadavg()
+    'Written by `npm run bench:frontend` (bench/frontend.ts); see docs/benchmarks.md for the method and reading.',
+    '',
+    `- date: ${new Date().toISOString()}`,
+    `- machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB memory, Node ${process.version}`,
+    `- load average before: ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after: ${loadavg()
       .map((l) => l.toFixed(2))
-      .join(' ')}`,
+      .join(' ')} (the machine is shared: read ratios, not absolute figures)`,
+    `- saturation: ${s.tool}, ${s.connections} connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per configuration, 127.0.0.1, ${BODY_BYTES}-byte body, keep-alive`,
+    `- latency: open loop at ${latencies[0]?.result.rate ?? '-'} req/s for ${s.durationSeconds} s per configuration, measured from each request's scheduled time, up to ${s.connections} connections`,
+    '',
+    '## Saturation',
     '',
     markdownTable(
       [
@@ -317,20 +452,30 @@ function printReport(
         'p50 ms',
         'p99 ms',
         'non-2xx / errors',
-        'req/s vs direct',
-        'p50 vs direct',
+        'vs direct',
+        'vs oauth2-proxy',
+        'vs oauth2-proxy tuned',
         'proxy CPU µs/req',
+        'proxy cores',
         'backend CPU µs/req',
+        'load gen cores',
+        'proxy peak RSS',
       ],
       rows,
     ),
     '',
-    `frontend RSS: ${mib(memory.before.rss)} before load, ${mib(memory.after.rss)} after, peak ${mib(memory.after.peak)}` +
-      `; JS heap used ${fixed(memory.heapBefore, 1)} MiB before, ${fixed(memory.heapAfter, 1)} MiB after` +
-      `  (nginx worker RSS after: ${mib(memory.nginx.rss)})`,
+    `## Latency at a fixed rate (${latencies[0]?.result.rate ?? '-'} req/s)`,
     '',
-  ];
-  process.stdout.write(out.join('\n'));
+    markdownTable(
+      ['configuration', 'completed / sent', 'p50 ms', 'p99 ms', 'non-2xx / errors', 'p99 added over direct ms'],
+      latencyRows,
+    ),
+    '',
+    `Frontend RSS (one process for both shares): ${mib(memory.before.rss)} before the load, ${mib(memory.after.rss)} after, peak ${mib(memory.after.peak)}; ` +
+      `JS heap used ${fixed(memory.heapBefore, 1)} MiB before, ${fixed(memory.heapAfter, 1)} MiB after. ` +
+      'Peak RSS is VmHWM (nginx: its worker; the frontend: over all its runs).',
+    '',
+  ].join('\n');
 }
 
 main().then(

@@ -201,17 +201,31 @@ export function memoryKiB(pid: number): { rss?: number; peak?: number } {
 
 let clockTicks: number | undefined;
 
-/** CPU time (user + system) a live process has used so far, in seconds; undefined when unknown. */
-export function cpuSeconds(pid: number): number | undefined {
+/** Seconds of two clock-tick fields of /proc/<pid>/stat (numbered after the command name; 11 = utime). */
+function statSeconds(path: string, first: number): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the parenthesised command name (which may contain spaces): utime is field 14, stime 15.
+    const stat = readFileSync(path, 'utf8');
+    // The fields after the parenthesised command name (which may contain spaces).
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+    return (Number(fields[first]) + Number(fields[first + 1])) / clockTicks;
   } catch {
     return undefined;
   }
+}
+
+/** CPU time (user + system) a live process has used so far, in seconds; undefined when unknown. */
+export function cpuSeconds(pid: number): number | undefined {
+  return statSeconds(`/proc/${pid}/stat`, 11);
+}
+
+/**
+ * CPU time (user + system) of this process's children that have exited and been waited for
+ * (cutime + cstime): the difference around one load run is the load generator's CPU, although it
+ * is gone by the time it could be read.
+ */
+export function exitedChildrenCpuSeconds(): number | undefined {
+  return statSeconds('/proc/self/stat', 13);
 }
 
 /** Whether an executable of this name is on PATH. */

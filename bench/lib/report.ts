@@ -5,7 +5,7 @@ export function markdownTable(header: readonly string[], rows: readonly (readonl
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]): string =>
     `| ${widths.map((w, i) => (cells[i] ?? '').padEnd(w)).join(' | ')} |`;
-  return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+  return [line(header), `| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`, ...rows.map(line)].join('\n');
 }
 
 /** A number with a fixed count of decimals, or '-' when absent. */

@@ -1,0 +1,71 @@
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { request } from './http.ts';
+import { startProcess, type BenchProcess } from './processes.ts';
+
+/** Where bench/provide-oauth2-proxy.sh puts its builds (outside the repository). */
+export const OAUTH2_PROXY_DIR = process.env.SVC_TEST_BIN ?? join(homedir(), '.cache', 'svc-test-bin');
+
+/**
+ * The release as published, and the same source with a 64-connection idle upstream pool (Go's
+ * default keeps 2 idle connections per host, so under concurrency most requests dial anew).
+ */
+export type OAuth2ProxyBuild = 'oauth2-proxy' | 'oauth2-proxy-pool64';
+
+export interface OAuth2ProxyOptions {
+  readonly build: OAuth2ProxyBuild;
+  /** Port to listen on at 127.0.0.1 (pick one with `freePort`: the redirect URL needs it up front). */
+  readonly port: number;
+  readonly upstream: URL;
+  readonly idp: { readonly issuer: string; readonly clientId: string; readonly clientSecret: string };
+}
+
+export function oauth2ProxyBinary(build: OAuth2ProxyBuild): string | undefined {
+  const file = join(OAUTH2_PROXY_DIR, build);
+  return existsSync(file) ? file : undefined;
+}
+
+/**
+ * oauth2-proxy as a user would run it in front of one app: provider `oidc` against the same local
+ * issuer as the frontend, PKCE, email domain example.com, cookie sessions, the user's identity
+ * passed upstream (X-Forwarded-User/-Email, its default). Per-request logging is off, as it is
+ * in the frontend; the secrets travel as environment variables, never on the command line.
+ */
+export async function startOAuth2Proxy(options: OAuth2ProxyOptions): Promise<BenchProcess<true>> {
+  const binary = oauth2ProxyBinary(options.build);
+  if (!binary) throw new Error(`${options.build} is not built: run bench/provide-oauth2-proxy.sh`);
+  const address = `127.0.0.1:${options.port}`;
+  const proc = await startProcess<true>({
+    name: options.build,
+    command: binary,
+    args: [
+      `--http-address=${address}`,
+      '--provider=oidc',
+      `--oidc-issuer-url=${options.idp.issuer.replace(/\/$/, '')}`,
+      `--redirect-url=http://${address}/oauth2/callback`,
+      `--upstream=${options.upstream.href}`,
+      '--email-domain=example.com',
+      '--scope=openid email profile',
+      '--code-challenge-method=S256',
+      '--skip-provider-button=true',
+      '--cookie-secure=false',
+      '--pass-user-headers=true',
+      '--request-logging=false',
+      '--silence-ping-logging=true',
+    ],
+    env: {
+      ...process.env,
+      OAUTH2_PROXY_CLIENT_ID: options.idp.clientId,
+      OAUTH2_PROXY_CLIENT_SECRET: options.idp.clientSecret,
+      OAUTH2_PROXY_COOKIE_SECRET: randomBytes(16).toString('hex'),
+    },
+    probe: async () => {
+      const reply = await request(new URL(`http://${address}/ping`));
+      return reply.status === 200 ? true : undefined;
+    },
+    timeoutMs: 20_000,
+  });
+  return proc;
+}
