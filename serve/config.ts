@@ -49,20 +49,19 @@ export function loadServeConfig(path: string | undefined, flags: ServeFlags = {}
  */
 export function parseServeConfig(doc: unknown, flags: ServeFlags = {}, path?: string): ServeConfig {
   const source = path ?? 'the svc serve flags';
-  const fileOAuth = isMapping(doc) && doc.oauth !== undefined && doc.oauth !== null;
+  const hasOAuth = isMapping(doc) && doc.oauth !== undefined && doc.oauth !== null;
   const merged = withFlags(doc, [
-    { flag: '--listen', path: fileOAuth ? 'oauth.bind_address' : 'frontend.listen', value: flags.listen },
+    { flag: '--listen', path: hasOAuth ? 'oauth.bind_address' : 'frontend.listen', value: flags.listen },
   ]);
   const r = merged.reader;
   const top = r.object(merged.doc, '(document)') ?? {};
   r.unknownKeys(top, '', TOP_KEYS);
-  if (flags.dev && fileOAuth)
+  if (flags.dev && hasOAuth)
     r.problem('--dev', 'brings its own oauth section: remove oauth from the config file or drop --dev');
   const dataDir = r.string(top, 'data_dir', '', { required: false });
-  const oauth = top.oauth === undefined || top.oauth === null ? undefined : readOAuth(r, top.oauth);
+  const oauth = hasOAuth ? readOAuth(r, top.oauth) : undefined;
   const f = r.object(top.frontend, 'frontend', { required: false }) ?? {};
   r.unknownKeys(f, 'frontend', FRONTEND_KEYS);
-  const hasOAuth = top.oauth !== undefined && top.oauth !== null;
   if (hasOAuth) {
     const from = { listen: 'bind_address', domain: 'cookie_domain', endpoint_url: 'endpoint_url' } as const;
     for (const [key, oauthKey] of Object.entries(from)) {
