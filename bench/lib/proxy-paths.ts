@@ -1,0 +1,66 @@
+import { Agent, createServer, request, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createProxyServer } from 'http-proxy-3';
+
+/** The two ways the frontend could forward a request, compared by bench/proxy-path.ts. */
+export type ProxyPath = 'http-proxy-3' | 'lean';
+
+export interface ProxyPathOptions {
+  readonly path: ProxyPath;
+  readonly upstream: string;
+}
+
+/** Hop-by-hop headers (RFC 9110 §7.6.1) a proxy must not forward. */
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+
+function withoutHopByHop(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const out = { ...headers };
+  for (const name of HOP_BY_HOP) delete out[name];
+  return out;
+}
+
+/**
+ * A reverse proxy on 127.0.0.1 in front of `upstream`, with the same keep-alive agent the frontend
+ * uses: either through http-proxy-3 (as sidecar/proxy.ts does) or a bare `http.request` pipe.
+ * Run it in its own process (`startModule`).
+ */
+export async function startProxyPath(options: ProxyPathOptions): Promise<{ url: string; close(): Promise<void> }> {
+  const upstream = new URL(options.upstream);
+  const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
+  const proxy = createProxyServer({ xfwd: false, changeOrigin: true, agent });
+  proxy.on('error', () => undefined);
+  const server = createServer((req, res) => {
+    if (options.path === 'http-proxy-3') {
+      proxy.web(req, res, { target: upstream.href }, () => {
+        res.statusCode = 502;
+        res.end();
+      });
+      return;
+    }
+    const headers = withoutHopByHop(req.headers);
+    headers.host = upstream.host;
+    const upstreamReq = request(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent },
+      (upstreamRes) => {
+        res.writeHead(upstreamRes.statusCode ?? 502, withoutHopByHop(upstreamRes.headers));
+        upstreamRes.pipe(res);
+      },
+    );
+    upstreamReq.once('error', () => {
+      if (!res.headersSent) res.statusCode = 502;
+      res.end();
+    });
+    req.pipe(upstreamReq);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+        agent.destroy();
+      }),
+  };
+}
