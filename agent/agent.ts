@@ -9,7 +9,12 @@ import { listenHandler, type RunningListener } from './backends/listener.ts';
 import { formatAddress, listenAddressProblem, parseListenAddress } from '../lib/listen.ts';
 import { proxyBackend } from './backends/proxy.ts';
 import { webBackend } from './backends/web.ts';
-import { DEFAULT_HEALTHCHECK_TIMEOUT_MS, httpHealthCheck, type HealthCheckResult } from './healthcheck.ts';
+import {
+  DEFAULT_HEALTHCHECK_TIMEOUT_MS,
+  assertEndpointPath,
+  httpHealthCheck,
+  type HealthCheckResult,
+} from './healthcheck.ts';
 import { validateShareRequest, type ShareRequest } from './share-request.ts';
 import type { AccessRecord, AgentStore, ShareRecord } from './store.ts';
 import { newToken } from '../lib/token.ts';
@@ -218,6 +223,7 @@ export class Agent {
         'healthcheck_unsupported',
       );
     }
+    assertEndpointPath(call.path);
     if (!Number.isInteger(call.expectedStatus) || call.expectedStatus < 100 || call.expectedStatus > 599) {
       throw badInput(
         `expected status must be an HTTP status code (100-599), got ${JSON.stringify(call.expectedStatus)}`,

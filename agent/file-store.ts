@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { ensureDataDir } from '../lib/data-dir.ts';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../lib/atomic-file.ts';
 import { SvcError, errorText } from '../lib/errors.ts';
@@ -25,7 +26,7 @@ export class FileStore implements AgentStore {
 
   constructor(dataDir: string) {
     this.path = join(dataDir, STORE_FILE);
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    ensureDataDir(dataDir);
     this.doc = readDocument(this.path);
   }
 

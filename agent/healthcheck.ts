@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { formatDuration } from '../lib/duration.ts';
+import { badInput } from '../lib/errors.ts';
 
 /** What to check: `verb` sent to `target + path`, healthy when the status equals `expectedStatus`. */
 export interface HealthCheckRequest {
@@ -62,6 +63,22 @@ export async function httpHealthCheck(request: HealthCheckRequest): Promise<Heal
     }
     if (status.code === request.expectedStatus) return { healthy: true };
     return { healthy: false, error: `unexpected status code; got '${status.code}', want '${request.expectedStatus}'` };
+  }
+}
+
+/**
+ * Refuses an `endpoint` that is not a plain path on the share's own backend (seed: "`endpoint`
+ * (path on the backend)"): a health check must never be turned into a request to another host, so
+ * `http://other-host/x`, `//other-host/x`, `@other-host`, `\\other-host` and paths with spaces or
+ * control characters are bad input rather than something to interpret.
+ */
+export function assertEndpointPath(endpoint: string): void {
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+  if (!endpoint.startsWith('/') || endpoint.startsWith('//') || /[\\\s\u0000-\u001f\u007f]/u.test(endpoint)) {
+    throw badInput(
+      `endpoint must be a path on the share's backend, starting with a single / (got ${JSON.stringify(endpoint)})`,
+      'invalid_endpoint',
+    );
   }
 }
 

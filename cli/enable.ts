@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
-import { resolveDataDir } from '../lib/data-dir.ts';
+import { ensureDataDir, resolveDataDir } from '../lib/data-dir.ts';
 import { environmentPath, readEnrollment, readEnvironment, removeFile, writeJsonFile } from '../lib/remoting/files.ts';
 import type { EnvironmentFile } from '../lib/remoting/files.ts';
 import { callApi, resolveApiEndpoint } from '../lib/api-client.ts';
@@ -33,8 +33,7 @@ export function registerEnableCommands(program: Command): void {
         description: opts.description,
         host: hostname(),
       });
-      const { mkdirSync } = await import('node:fs');
-      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      ensureDataDir(dataDir, (message) => process.stderr.write(`${message}\n`));
       const file: EnvironmentFile = { version: 1, apiEndpoint, envZId, accountToken };
       writeJsonFile(environmentPath(dataDir), file);
       process.stdout.write(`${envZId}\n`);

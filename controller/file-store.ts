@@ -1,4 +1,5 @@
-import { closeSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { ensureDataDir } from '../lib/data-dir.ts';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { writeFileAtomic } from '../lib/atomic-file.ts';
@@ -29,7 +30,7 @@ export class ControllerFileStore implements ControllerStore {
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(dataDir: string) {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    ensureDataDir(dataDir);
     this.path = join(dataDir, CONTROLLER_STATE_FILE);
     this.lockPath = `${this.path}.lock`;
     this.read();

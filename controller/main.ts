@@ -1,5 +1,5 @@
 import { untilSignal } from '../lib/signals.ts';
-import { resolveDataDir } from '../lib/data-dir.ts';
+import { ensureDataDir, resolveDataDir } from '../lib/data-dir.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { closeServer, formatAddress, listen, portOf } from '../lib/listen.ts';
 import { operations } from './api.ts';
@@ -90,6 +90,7 @@ export async function runController(options: {
   const config = loadControllerConfig(options.config, options);
   const dataDir = resolveDataDir(options.dataDir, config.dataDir);
   const store = await openStore(config.store);
+  if (!store) ensureDataDir(dataDir, (message) => logger.warn(message));
   const running = await startController({
     settings: config.controller,
     ...(config.agentController ? { agentController: config.agentController } : {}),

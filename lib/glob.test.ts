@@ -13,6 +13,9 @@ describe('email globs', () => {
     ['a.b@x.io', 'axb@x.io', false],
     ['\\*@x.io', '*@x.io', true],
     ['(a|b)@x.io', 'a@x.io', false],
+    ['*@KERNEL.org', 'bob@kernel.ORG', true],
+    ['*@kernel.org', 'bob@\u212Aernel.org', false], // Kelvin sign: no Unicode case folding
+    ['*@sysadmins.org', 'bob@\u017Fysadmins.org', false], // long s
   ])('%s against %s is %s', (glob, email, expected) => {
     expect(compileGlob(glob).matches(email)).toBe(expected);
   });

@@ -1,7 +1,9 @@
 /**
  * Email address globs (`*@example.com`, `alice?@*.example.org`, `[ab]*@x.io`). The pattern is
  * anchored to the whole address and compared case-insensitively, so `*@example.com` never admits
- * `eve@example.com.evil.io`. Supported: `*` (any run), `?` (one character), `[...]` / `[!...]`
+ * `eve@example.com.evil.io`. Case is folded for ASCII letters only: Unicode case folding would let
+ * look-alikes through (`/k/iu` matches the Kelvin sign U+212A, `/s/iu` the long s U+017F), and an
+ * address at `\u212Aernel.org` is not one at `kernel.org`. Supported: `*` (any run), `?` (one character), `[...]` / `[!...]`
  * (character class); `\` escapes the next character.
  */
 export interface EmailGlob {
@@ -31,8 +33,13 @@ export function compileGlob(source: string): EmailGlob {
       i = end;
     } else re += escapeRegExp(c);
   }
-  const regex = new RegExp(`^${re}$`, 'isu');
-  return { source, matches: (email) => regex.test(email) };
+  const regex = new RegExp(`^${asciiLower(re)}$`, 'su');
+  return { source, matches: (email) => regex.test(asciiLower(email)) };
+}
+
+/** Lower-cases A–Z and nothing else. */
+export function asciiLower(text: string): string {
+  return text.replace(/[A-Z]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 32));
 }
 
 function escapeRegExp(text: string): string {

@@ -1,10 +1,9 @@
 import { untilSignal } from '../lib/signals.ts';
-import { mkdirSync } from 'node:fs';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import type { OAuthConfig } from '../lib/config/frontend.ts';
 import { Agent } from '../agent/agent.ts';
 import { formatAddress } from '../lib/listen.ts';
-import { resolveDataDir, socketPath } from '../lib/data-dir.ts';
+import { ensureDataDir, resolveDataDir, socketPath } from '../lib/data-dir.ts';
 import { DEV_PROVIDER, devOAuthConfig } from './dev.ts';
 import { FileStore } from '../agent/file-store.ts';
 import { assertNotRunning, startLocalApi } from '../agent/local-api.ts';
@@ -41,7 +40,7 @@ export interface RunningServe {
 export async function startServe(options: ServeOptions, logger: Logger): Promise<RunningServe> {
   const config = loadServeConfig(options.config, options);
   const dataDir = resolveDataDir(options.dataDir, config.dataDir);
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  ensureDataDir(dataDir, (message) => logger.warn(message));
   const socket = socketPath(dataDir);
   await assertNotRunning(socket);
   const listen = config.frontend.listen;

@@ -1,15 +1,20 @@
 import type { ShareOAuth } from '../lib/share/spec.ts';
 import type { Identity } from './providers/types.ts';
 
+/** A domain: dot-separated labels of letters, digits and inner hyphens (IDN labels in Unicode too), no trailing dot. */
+const DOMAIN =
+  /^(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)*[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?$/u;
+
 /**
- * A syntactically plausible single mailbox: exactly one `@`, both sides non-empty, no whitespace or
- * control characters. Anything else could make a glob match something the admin did not mean.
+ * A syntactically plausible single mailbox: exactly one `@`, a non-empty local part, a domain made
+ * of DNS labels, no whitespace or control characters. Anything else could make a glob match
+ * something the admin did not mean (`*@*.example.com` against `eve@evil.io#.example.com`).
  */
 export function isSingleMailbox(email: string): boolean {
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
-  if (email.length > 254 || /[\s\u0000-\u001f\u007f]/u.test(email)) return false;
+  if (email.length > 254 || /[\s\u0000-\u001f\u007f-\u009f]/u.test(email)) return false;
   const at = email.indexOf('@');
-  return at > 0 && at === email.lastIndexOf('@') && at < email.length - 1;
+  return at > 0 && at === email.lastIndexOf('@') && DOMAIN.test(email.slice(at + 1));
 }
 
 /** Why an identity is refused on a share, or undefined when it is admitted (seed step 7). */

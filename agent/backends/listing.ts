@@ -1,20 +1,35 @@
-import { readdir } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-/** An HTML index of one folder (opt-in `--web-listing`); hidden entries are left out, names escaped. */
+/**
+ * An HTML index of one folder (opt-in `--web-listing`); hidden entries are left out, names escaped.
+ * `inside` gives an entry's real path when it stays inside the shared folder: symlinks that lead
+ * out of it (or nowhere) are not listed, since following them answers 404 anyway and their names
+ * would tell a visitor about the rest of the machine.
+ */
 export async function directoryListing(
   req: IncomingMessage,
   res: ServerResponse,
   dir: string,
   rawPath: string,
+  inside: (path: string) => Promise<string | undefined>,
 ): Promise<void> {
-  const entries = (await readdir(dir, { withFileTypes: true }))
-    .filter((e) => !e.name.startsWith('.'))
-    .sort((a, b) => a.name.localeCompare(b.name));
+  const entries: { name: string; isDirectory: boolean }[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    if (e.name.startsWith('.')) continue;
+    if (!e.isSymbolicLink()) {
+      entries.push({ name: e.name, isDirectory: e.isDirectory() });
+      continue;
+    }
+    const real = await inside(join(dir, e.name));
+    if (real !== undefined) entries.push({ name: e.name, isDirectory: (await stat(real)).isDirectory() });
+  }
+  entries.sort((a, b) => a.name.localeCompare(b.name));
   const items = entries
     .map((e) => {
-      const name = e.isDirectory() ? `${e.name}/` : e.name;
-      return `<li><a href="./${escapeHtml(encodeURIComponent(e.name))}${e.isDirectory() ? '/' : ''}">${escapeHtml(name)}</a></li>`;
+      const name = e.isDirectory ? `${e.name}/` : e.name;
+      return `<li><a href="./${escapeHtml(encodeURIComponent(e.name))}${e.isDirectory ? '/' : ''}">${escapeHtml(name)}</a></li>`;
     })
     .join('\n');
   const title = escapeHtml(safeDecode(rawPath));

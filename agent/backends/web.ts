@@ -85,7 +85,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, options: WebBack
     const index = await resolveInside(root, join(resolved, 'index.html'));
     const indexStat = index ? await stat(index) : undefined;
     if (index && indexStat?.isFile()) return sendFile(req, res, index, indexStat);
-    if (options.listing) return directoryListing(req, res, resolved, rawPath);
+    if (options.listing) return directoryListing(req, res, resolved, rawPath, (path) => resolveInside(root, path));
     return sendText(res, 404, 'Not Found');
   }
   if (!st.isFile()) return sendText(res, 404, 'Not Found');

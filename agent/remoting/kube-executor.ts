@@ -1,5 +1,10 @@
 import type { AgentStatus } from '../agent.ts';
-import { DEFAULT_HEALTHCHECK_TIMEOUT_MS, httpHealthCheck, type HealthCheckResult } from '../healthcheck.ts';
+import {
+  DEFAULT_HEALTHCHECK_TIMEOUT_MS,
+  assertEndpointPath,
+  httpHealthCheck,
+  type HealthCheckResult,
+} from '../healthcheck.ts';
 import { parseDuration } from '../../lib/duration.ts';
 import { SvcError, badInput, notFound } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
@@ -126,6 +131,7 @@ function healthCheckShare(share: Share, args: RemoteHealthCheckArgs): Promise<He
       'healthcheck_unsupported',
     );
   }
+  assertEndpointPath(args.endpoint);
   const expected = args.expectedHttpResponse;
   if (!Number.isInteger(expected) || expected < 100 || expected > 599) {
     throw badInput(`expected status must be an HTTP status code (100-599), got ${JSON.stringify(expected)}`);

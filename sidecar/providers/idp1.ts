@@ -5,8 +5,8 @@ import { callbackCode, exchangeCode, form, providerRequest } from './http.ts';
 
 /**
  * idp1: the web-search company's OAuth 2.0 provider. Authorization code flow with PKCE against its
- * authorize and token endpoints, the email from its user info endpoint (`email_verified` must be
- * true), and RFC 7009 revocation at its revocation endpoint. It issues no refresh token for online
+ * authorize and token endpoints, the email from its user info endpoint (`email_verified`, or
+ * `verified_email` from the older v2 endpoint, must be true), and RFC 7009 revocation at its revocation endpoint. It issues no refresh token for online
  * access, so a re-check restarts the login.
  */
 export function idp1Provider(config: Idp1Config): Provider {
@@ -43,11 +43,14 @@ export function idp1Provider(config: Idp1Config): Provider {
         method: 'GET',
         headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
       });
-      const claims = info.json as { email?: unknown; email_verified?: unknown } | undefined;
+      const claims = info.json as { email?: unknown; email_verified?: unknown; verified_email?: unknown } | undefined;
       if (info.status !== 200 || typeof claims?.email !== 'string') {
         throw new ProviderError(name, `user info returned no email (HTTP ${info.status})`);
       }
-      return { tokens: { accessToken }, identity: { email: claims.email, verified: claims.email_verified === true } };
+      // The OpenID user-info endpoint says `email_verified`; the older OAuth2 v2 one (which
+      // user_info_url may name) says `verified_email`. Only a literal true counts: a missing flag never does.
+      const verified = claims.email_verified === true || claims.verified_email === true;
+      return { tokens: { accessToken }, identity: { email: claims.email, verified } };
     },
     canRefresh: () => false,
     refresh: () => Promise.reject(new ProviderError(name, 'refresh is not supported')),

@@ -11,7 +11,8 @@ import type { AddressInfo } from 'node:net';
  */
 export interface Idp1User {
   email: string;
-  email_verified: boolean;
+  /** Absent: the provider says nothing about verification (which never counts as verified). */
+  email_verified?: boolean;
 }
 
 /** One authorization code as issued: bound to client, redirect_uri and PKCE challenge, usable once. */
@@ -135,7 +136,8 @@ export class Idp1Server {
     const route = `${req.method} ${url.pathname}`;
     if (route === 'GET /o/oauth2/v2/auth') return this.authorizeEndpoint(url.searchParams, res);
     if (route === 'POST /token') return this.tokenEndpoint(await readForm(req), req, res);
-    if (route === 'GET /v1/userinfo') return this.userInfoEndpoint(req, res);
+    if (route === 'GET /v1/userinfo') return this.userInfoEndpoint(req, res, 'openid');
+    if (route === 'GET /oauth2/v2/userinfo') return this.userInfoEndpoint(req, res, 'v2');
     if (route === 'POST /revoke') return this.revokeEndpoint(await readForm(req), url.searchParams, res);
     if (route === 'GET /ServiceLogin') return sendHtml(res, 200, 'Sign in');
     sendJson(res, 404, { error: 'not_found' });
@@ -224,13 +226,21 @@ export class Idp1Server {
     });
   }
 
-  private userInfoEndpoint(req: IncomingMessage, res: ServerResponse): void {
+  /** The OpenID user info (`email_verified`), or the older OAuth2 v2 one (`id`, `verified_email`). */
+  private userInfoEndpoint(req: IncomingMessage, res: ServerResponse, flavour: 'openid' | 'v2'): void {
     const token = bearer(req);
     this.userInfoRequests.push(token ?? '');
     const issued = token === undefined ? undefined : this.tokens.get(token);
     if (!issued || issued.revoked) {
       res.setHeader('www-authenticate', 'Bearer realm="https://accounts.example", error="invalid_token"');
       return sendJson(res, 401, { error: 'invalid_request', error_description: 'Invalid Credentials' });
+    }
+    if (flavour === 'v2') {
+      return sendJson(res, 200, {
+        id: issued.sub,
+        email: issued.user.email,
+        verified_email: issued.user.email_verified,
+      });
     }
     sendJson(res, 200, { sub: issued.sub, email: issued.user.email, email_verified: issued.user.email_verified });
   }
