@@ -77,7 +77,6 @@ export function assertEndpointPath(endpoint: string): void {
   if (!endpoint.startsWith('/') || endpoint.startsWith('//') || /[\\\s\u0000-\u001f\u007f]/u.test(endpoint)) {
     throw badInput(
       `endpoint must be a path on the share's backend, starting with a single / (got ${JSON.stringify(endpoint)})`,
-      'invalid_endpoint',
     );
   }
 }

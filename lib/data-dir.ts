@@ -28,11 +28,11 @@ export function socketPath(dataDir: string): string {
 export function ensureDataDir(dir: string, warn: (message: string) => void = () => undefined): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const st = statSync(dir);
-  if (!st.isDirectory()) throw new SvcError('data_dir_invalid', `data directory ${dir} is not a directory`);
+  if (!st.isDirectory()) throw new SvcError('file_unreadable', `data directory ${dir} is not a directory`);
   const uid = process.getuid?.();
   if (uid !== undefined && st.uid !== uid) {
     throw new SvcError(
-      'data_dir_invalid',
+      'data_dir_insecure',
       `data directory ${dir} belongs to user ${st.uid}, not to this user (${uid}); it holds keys and tokens, so svc only uses a directory of its own (choose another with --data-dir)`,
     );
   }

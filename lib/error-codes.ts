@@ -84,7 +84,8 @@ export type FileErrorCode =
   | 'enrollment_insecure'
   | 'enrollment_unreadable'
   | 'enrollment_incomplete'
-  | 'invalid_identity';
+  | 'invalid_identity'
+  | 'data_dir_insecure';
 
 /** The `svc` command's own refusals and its view of the services it calls. */
 export type CliErrorCode =
