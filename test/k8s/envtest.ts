@@ -76,7 +76,8 @@ async function createPki(dir: string): Promise<Pki> {
   return { ca, serving, admin, saKey };
 }
 
-async function kubeconfigYaml(server: string, ca: CertFiles, user: string, client: CertFiles): Promise<string> {
+/** A kubeconfig (YAML) for `user` authenticating with the client certificate `client`. */
+export async function kubeconfigYaml(server: string, ca: CertFiles, user: string, client: CertFiles): Promise<string> {
   const b64 = async (path: string): Promise<string> => (await readFile(path)).toString('base64');
   return [
     'apiVersion: v1',
@@ -102,7 +103,7 @@ async function kubeconfigYaml(server: string, ca: CertFiles, user: string, clien
   ].join('\n');
 }
 
-function loadKubeConfig(path: string): KubeConfig {
+export function loadKubeConfig(path: string): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromFile(path);
   return kc;

@@ -76,15 +76,17 @@ export function startProcess(options: StartOptions): Managed {
 
 /**
  * Starts a detached shell that waits for this test process to disappear (even by SIGKILL, when no
- * exit hook runs) and then kills every pid listed in `pidFile` and removes `dir`. Returns a function
- * that stops the watchdog after a normal shutdown.
+ * exit hook runs) and then kills every pid listed in `pidFile`, runs `cleanup` (a shell snippet, if
+ * given) and removes `dir`. Returns a function that stops the watchdog after a normal shutdown.
  */
-export function startWatchdog(pidFile: string, dir: string): () => void {
+export function startWatchdog(pidFile: string, dir: string, cleanup = ''): () => void {
   const script = [
     'parent="$1"; pids="$2"; dir="$3"',
     'while kill -0 "$parent" 2>/dev/null; do sleep 1; done',
     '[ -f "$pids" ] && kill -KILL $(cat "$pids") 2>/dev/null',
-    'sleep 1; rm -rf "$dir"',
+    'sleep 1',
+    cleanup,
+    'rm -rf "$dir"',
   ].join('\n');
   const watchdog = spawn('bash', ['-c', script, 'svc-envtest-watchdog', String(process.pid), pidFile, dir], {
     detached: true,
