@@ -11,6 +11,11 @@ export interface DevIdentityProviderOptions {
   /** Host name used in the issuer URL (default localhost); it must resolve to loopback for browsers. */
   readonly issuerHost?: string;
   /**
+   * Address to listen on (default 127.0.0.1). The Kubernetes end-to-end tests listen on their test
+   * node's host-side address so that share pods reach the issuer too.
+   */
+  readonly listenAddress?: string;
+  /**
    * Redirect URIs the client may use (the frontend's `/<name>/auth/callback`). A function is read at
    * the first request, so the provider can start before the frontend has picked its port. When
    * absent, any callback URL on a loopback host (`localhost`, `*.localhost`, 127.0.0.1) is accepted:
@@ -45,7 +50,7 @@ export interface DevIdentityProvider {
  */
 export async function startDevIdentityProvider(options: DevIdentityProviderOptions = {}): Promise<DevIdentityProvider> {
   const server: Server = createServer();
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.listenAddress ?? '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   const issuer = new URL(`http://${options.issuerHost ?? 'localhost'}:${port}`);
   const clientId = 'svc-dev';

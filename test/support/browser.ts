@@ -7,9 +7,12 @@ export const CHROMIUM_PATH = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
 
 /**
  * Debian's Chromium, headless, with the flags that keep it off the (closed) network; a fresh
- * profile each time. `*.localhost` resolves to loopback inside Chromium.
+ * profile each time. `*.localhost` resolves to loopback inside Chromium. `extraArgs` are added to the
+ * command line (e.g. `--host-resolver-rules` mapping hosts to other loopback addresses).
  */
-export async function launchBrowser(): Promise<{ context: BrowserContext; close(): Promise<void> }> {
+export async function launchBrowser(
+  extraArgs: string[] = [],
+): Promise<{ context: BrowserContext; close(): Promise<void> }> {
   const profile = mkdtempSync(join(tmpdir(), 'svc-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM_PATH,
@@ -22,6 +25,7 @@ export async function launchBrowser(): Promise<{ context: BrowserContext; close(
       '--disable-sync',
       '--disable-quic',
       '--no-first-run',
+      ...extraArgs,
     ],
   });
   return {

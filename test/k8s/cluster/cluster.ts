@@ -185,6 +185,9 @@ function containerdConfig(dir: string, binaries: NodeBinaries): string {
     '  sandbox_image = "registry.k8s.io/pause:3.10.1"',
     '  stream_server_address = "127.0.0.1"',
     '  stream_server_port = "0"',
+    // This host's capability bounding set lacks CAP_SYS_RESOURCE, so no process may lower its
+    // oom_score_adj; the sandbox's -998 would make runc's init fail. Clamp to containerd's own.
+    '  restrict_oom_score_adj = true',
     `[${cri}.containerd]`,
     '  snapshotter = "overlayfs"',
     '  default_runtime_name = "runc"',

@@ -1,0 +1,301 @@
+/**
+ * svc on a real one-node cluster (cluster.ts): the image built from the project's Dockerfile
+ * (build-image.sh), the chart installed with `helm install`, and every pod run by the kubelet on
+ * containerd + runc. Nothing here is started by hand the way a pod would be: probes, Secrets,
+ * Services, DNS, RBAC and leader election are the cluster's own.
+ *
+ * The tests run in order against one installation (a cluster start is the expensive part).
+ * Visitors come in through `kubectl port-forward`-style tunnels on loopback (Chromium maps the share
+ * and auth hosts to them); the development OIDC provider listens on the node's host-side address,
+ * where both the browser and the share pods reach it.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify as toYaml } from 'yaml';
+import { MEDIA_TYPE } from '../../../controller/openapi.ts';
+import { startDevIdentityProvider, type DevIdentityProvider } from '../../../sidecar/dev-idp.ts';
+import { devLogin, launchBrowser } from '../../support/browser.ts';
+import { locateHelm } from '../binaries.ts';
+import { CHART, RELEASE, RELEASE_NS, helmRunner, run, type HelmRunner, type Obj } from '../helm-runner.ts';
+import { ApiError, rawRequest, serverSideApply } from '../raw.ts';
+import { startKubeCluster, type Cluster } from './cluster.ts';
+import { buildImages, SVC_IMAGE, type BuiltImages } from './images.ts';
+import { describePods, execIn, forwardPort, listPods, readyPods, until, type Forward, type Pod } from './kube.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..', '..');
+const NODE = join(ROOT, 'node_modules', '.bin', 'node');
+const SVC = join(ROOT, 'bin', 'svc.js');
+const DOMAIN = 'svc.localhost';
+const TEAM = 'team-a';
+const BACKENDS = 'backends';
+const ENV_NS = 'env-a';
+const IMAGE = `${SVC_IMAGE.repository}:${SVC_IMAGE.tag}`;
+
+/** An HTTP server echoing the request (path, headers) as JSON: the share backends' pod. */
+const ECHO_SERVER = `require('node:http').createServer((req, res) => {
+  res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify({ url: req.url, headers: req.headers, pod: process.env.HOSTNAME }));
+}).listen(8080);`;
+
+let images: BuiltImages;
+let cluster: Cluster;
+let idp: DevIdentityProvider;
+let work: string;
+let runner: HelmRunner;
+let authForward: Forward;
+let shareForward: Forward;
+let publicPort = 0;
+let zId = '';
+
+const kc = () => cluster.kubeConfig;
+const selector = (component: string): string =>
+  `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/component=${component}`;
+
+async function get(path: string): Promise<Obj> {
+  return (await rawRequest(kc(), path)) as Obj;
+}
+async function getOrNone(path: string): Promise<Obj | undefined> {
+  try {
+    return await get(path);
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 404) return undefined;
+    throw err;
+  }
+}
+async function apply(obj: Record<string, unknown>): Promise<void> {
+  await serverSideApply(kc(), obj as Obj, { fieldManager: 'svc-e2e' });
+}
+const helm = (...args: string[]) => runner.helm('--kubeconfig', cluster.kubeconfigPath, ...args);
+
+/** A hardened pod spec running the svc image with `node -e <script>` (image built by this suite). */
+function nodePod(script: string, port?: number): Record<string, unknown> {
+  return {
+    securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+    containers: [
+      {
+        name: 'main',
+        image: IMAGE,
+        imagePullPolicy: 'Never',
+        command: ['node', '-e', script],
+        securityContext: {
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ['ALL'] },
+        },
+        ...(port
+          ? { ports: [{ containerPort: port }], readinessProbe: { tcpSocket: { port }, periodSeconds: 2 } }
+          : {}),
+      },
+    ],
+  };
+}
+
+/** `node -e` in the toolbox pod: a fetch from inside the cluster (cluster DNS, kube-proxy). */
+async function fetchInCluster(
+  url: string,
+  init: { headers?: Record<string, string> } = {},
+): Promise<{
+  status: number;
+  location: string | null;
+  body: string;
+}> {
+  const [toolbox] = await readyPods(kc(), TEAM, 'app=toolbox');
+  const script = `fetch(${JSON.stringify(url)}, { redirect: 'manual', headers: ${JSON.stringify(init.headers ?? {})} })
+    .then(async (r) => console.log(JSON.stringify({ status: r.status, location: r.headers.get('location'), body: await r.text() })))
+    .catch((e) => { console.log(JSON.stringify({ status: 0, location: null, body: String(e.cause ?? e) })); });`;
+  const out = await execIn(kc(), TEAM, toolbox!.metadata.name, 'main', ['node', '-e', script]);
+  if (out.code !== 0) throw new Error(`in-cluster fetch failed: ${out.stderr}`);
+  return JSON.parse(out.stdout) as { status: number; location: string | null; body: string };
+}
+
+async function shareStatus(ns: string, name: string): Promise<Record<string, unknown> | undefined> {
+  return (await getOrNone(`/apis/svc.dev/v1alpha1/namespaces/${ns}/shares/${name}`))?.status as
+    Record<string, unknown> | undefined;
+}
+
+beforeAll(async () => {
+  images = await buildImages();
+  console.info(images.log.trim());
+  cluster = await startKubeCluster();
+  const importStart = Date.now();
+  await cluster.importImages([images.svc, images.pause]);
+  console.info(`[cluster] images imported into containerd in ${Date.now() - importStart} ms`);
+
+  work = await mkdtemp(join(tmpdir(), 'svc-e2e-'));
+  runner = helmRunner(locateHelm(), work);
+
+  // Visitors' entry: one tunnel per host, on the same port of two loopback addresses.
+  authForward = await forwardPort(kc(), RELEASE_NS, selector('auth'), 8080, '127.0.0.2');
+  publicPort = authForward.port;
+  shareForward = await forwardPort(kc(), TEAM, 'app.kubernetes.io/instance=live', 8080, '127.0.0.3', publicPort);
+
+  idp = await startDevIdentityProvider({
+    listenAddress: cluster.node.hostIp,
+    issuerHost: cluster.node.hostIp,
+    redirectUris: [`http://auth.${DOMAIN}:${publicPort}/dev/auth/callback`],
+  });
+
+  const identityFile = join(work, 'identity.json');
+  const created = await run(NODE, [SVC, 'admin', 'create', 'identity', 'cluster', '--output', identityFile]);
+  if (created.code !== 0) throw new Error(created.stderr);
+  zId = created.stdout.trim();
+
+  const values = {
+    image: { ...SVC_IMAGE, pullPolicy: 'Never' },
+    shareDomain: DOMAIN,
+    frontend: {
+      oauth: {
+        endpoint_url: `http://auth.${DOMAIN}:${publicPort}`,
+        cookie_name: 'svc-auth-session',
+        cookie_domain: DOMAIN,
+        session_lifetime: '6h',
+        intermediate_lifetime: '5m',
+        signing_key: 'cluster-e2e-signing-key-0123456789-abcdef',
+        encryption_key: 'cluster-e2e-encryption-key-0123',
+        providers: [
+          {
+            name: 'dev',
+            type: 'oidc',
+            client_id: idp.clientId,
+            client_secret: idp.clientSecret,
+            scopes: ['openid', 'email', 'profile'],
+            issuer: idp.issuer.href.replace(/\/$/, ''),
+            supports_pkce: true,
+            // The issuer is plain http on the node's host-side address (not loopback for the pods).
+            insecure_allow_http: true,
+          },
+        ],
+      },
+    },
+    controller: { enabled: true },
+  };
+  await writeFile(join(work, 'values.yaml'), toYaml(values));
+  for (const ns of [TEAM, BACKENDS, ENV_NS])
+    await apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+}, 1_200_000);
+
+afterAll(async () => {
+  await authForward?.close();
+  await shareForward?.close();
+  await idp?.close();
+  await cluster?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+}, 120_000);
+
+describe('svc on a real one-node cluster', () => {
+  it('runs the image built from the Dockerfile and records its size', async () => {
+    const listing = await cluster.images();
+    expect(listing).toMatch(/docker\.io\/library\/svc:test\s/);
+    const size = /docker\.io\/library\/svc:test\s.*?\s([\d.]+ [KMG]iB)\s/.exec(listing)?.[1];
+    console.info(`[cluster] svc image size (uncompressed, as containerd holds it): ${size}`);
+    expect(size).toBeDefined();
+  });
+
+  it('helm install: operator, controller and auth endpoint become Ready through their probes, non-root, read-only root', async () => {
+    const out = await helm(
+      'install',
+      RELEASE,
+      CHART,
+      '-n',
+      RELEASE_NS,
+      '--create-namespace',
+      '-f',
+      join(work, 'values.yaml'),
+      '--set-file',
+      `controller.identity.json=${join(work, 'identity.json')}`,
+      '--wait',
+      '--timeout',
+      '5m',
+    );
+    expect(out.code, out.stderr + (await describePods(kc(), RELEASE_NS))).toBe(0);
+
+    for (const component of ['operator', 'auth', 'controller']) {
+      const [pod] = await readyPods(kc(), RELEASE_NS, selector(component));
+      const container = pod!.spec.containers[0]!.name;
+      const id = await execIn(kc(), RELEASE_NS, pod!.metadata.name, container, ['id', '-u']);
+      expect(id.stdout.trim(), `${component} uid`).toBe('1000');
+      const write = await execIn(kc(), RELEASE_NS, pod!.metadata.name, container, ['touch', '/app/written']);
+      expect(write.code, `${component}: writing the root filesystem`).not.toBe(0);
+      expect(write.stderr).toContain('Read-only file system');
+      const tmp = await execIn(kc(), RELEASE_NS, pod!.metadata.name, container, ['touch', '/tmp/written']);
+      expect(tmp.code, `${component}: /tmp is writable (emptyDir)`).toBe(0);
+    }
+  }, 600_000);
+
+  it('an OAuth Share runs as agent + sidecar pod; its backend is a pod in another namespace reached by DNS name; Chromium logs in', async () => {
+    await apply({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'echo', namespace: BACKENDS },
+      spec: {
+        selector: { matchLabels: { app: 'echo' } },
+        template: { metadata: { labels: { app: 'echo' } }, spec: nodePod(ECHO_SERVER, 8080) },
+      },
+    });
+    await apply({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'echo', namespace: BACKENDS },
+      spec: { selector: { app: 'echo' }, ports: [{ port: 8080, targetPort: 8080 }] },
+    });
+    await apply({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'toolbox', namespace: TEAM },
+      spec: {
+        selector: { matchLabels: { app: 'toolbox' } },
+        template: {
+          metadata: { labels: { app: 'toolbox' } },
+          spec: nodePod('setInterval(() => {}, 1 << 30)'),
+        },
+      },
+    });
+    await apply({
+      apiVersion: 'svc.dev/v1alpha1',
+      kind: 'Share',
+      metadata: { name: 'live', namespace: TEAM },
+      spec: {
+        backendMode: 'proxy',
+        target: `http://echo.${BACKENDS}.svc.cluster.local:8080`,
+        token: 'live',
+        oauth: { provider: 'dev', emailAddressPatterns: ['*@example.com'] },
+      },
+    });
+    await readyPods(kc(), BACKENDS, 'app=echo');
+    const [sharePod] = await readyPods(kc(), TEAM, 'app.kubernetes.io/instance=live');
+    expect(sharePod!.spec.containers.map((c) => c.name).sort()).toEqual(['agent', 'frontend']);
+
+    // Through the share's Service (cluster DNS + kube-proxy): no session yet → the login redirect.
+    const viaService = await fetchInCluster(`http://svc-share-live.${TEAM}.svc.cluster.local/`, {
+      headers: { host: `live.${DOMAIN}:${publicPort}` },
+    });
+    expect(viaService.status, viaService.body).toBe(302);
+    expect(viaService.location).toContain(idp.issuer.host);
+
+    const browser = await launchBrowser([
+      `--host-resolver-rules=MAP auth.${DOMAIN} 127.0.0.2, MAP live.${DOMAIN} 127.0.0.3`,
+    ]);
+    try {
+      const page = await browser.context.newPage();
+      await page.goto(`http://live.${DOMAIN}:${publicPort}/hello?x=1`);
+      expect(page.url()).toContain(idp.issuer.host);
+      await devLogin(page, 'Alice@Example.com');
+      await page.waitForURL(`http://live.${DOMAIN}:${publicPort}/hello?x=1`);
+      const seen = JSON.parse((await page.textContent('body')) ?? '{}') as {
+        url: string;
+        pod: string;
+        headers: Record<string, string>;
+      };
+      expect(seen.url).toBe('/hello?x=1');
+      expect(seen.pod).toMatch(/^echo-/);
+      expect(seen.headers['svc-auth-provider']).toBe('dev');
+      expect(seen.headers['svc-auth-email']?.toLowerCase()).toBe('alice@example.com');
+      expect(seen.headers['svc-auth-expires']).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+      expect(seen.headers.cookie ?? '').not.toContain('svc-auth-session');
+    } finally {
+      await browser.close();
+    }
+  }, 600_000);
+});
