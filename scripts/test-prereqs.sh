@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the test suite talks to, so `npm test` on a fresh machine needs nothing by hand:
-# Debian's chromium (browser tests), etcd-server (Kubernetes tests) and nginx (benchmark peer),
-# then kube-apiserver, kube-controller-manager and helm built once with Go into a cache directory
-# outside the repository. Each step is skipped when its result is already there.
+# Debian's chromium (browser tests), etcd-server (Kubernetes tests) and nginx (benchmark peer); for
+# the one-node test cluster (test/k8s/cluster/) Debian's containerd, runc, CNI plugins, iptables,
+# conntrack, and buildah + mmdebstrap to build the image without Docker; then kube-apiserver,
+# kube-controller-manager and helm, and the node components (kubelet, kube-scheduler, kube-proxy,
+# CoreDNS, pause), built once with Go into a cache directory outside the repository. Each step is
+# skipped when its result is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +14,13 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+[ -x /usr/bin/containerd ] || missing+=(containerd)
+[ -x /usr/sbin/runc ] || missing+=(runc)
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+[ -x /usr/sbin/iptables ] || missing+=(iptables)
+[ -x /usr/sbin/conntrack ] || missing+=(conntrack)
+[ -x /usr/bin/buildah ] || missing+=(buildah)
+[ -x /usr/bin/mmdebstrap ] || missing+=(mmdebstrap)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "[prereqs] apt-get install ${missing[*]}" >&2
@@ -23,3 +33,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 bash test/k8s/provide-binaries.sh >/dev/null
+bash test/k8s/provide-node-binaries.sh >/dev/null

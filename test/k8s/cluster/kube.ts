@@ -56,7 +56,7 @@ export async function until<T>(
     }
     if (Date.now() > deadline) {
       const detail = describe ? await describe().catch((e: unknown) => String(e)) : '';
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}\n${detail}`);
+      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}\n${detail}`);
     }
     await sleep(1_000);
   }

@@ -22,7 +22,7 @@ import { CHART, RELEASE, RELEASE_NS, helmRunner, run, type HelmRunner, type Obj 
 import { ApiError, rawRequest, serverSideApply } from '../raw.ts';
 import { startKubeCluster, type Cluster } from './cluster.ts';
 import { buildImages, SVC_IMAGE, type BuiltImages } from './images.ts';
-import { describePods, execIn, forwardPort, listPods, readyPods, until, type Forward, type Pod } from './kube.ts';
+import { describePods, execIn, forwardPort, listPods, readyPods, until, type Forward } from './kube.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const NODE = join(ROOT, 'node_modules', '.bin', 'node');
@@ -47,7 +47,6 @@ let runner: HelmRunner;
 let authForward: Forward;
 let shareForward: Forward;
 let publicPort = 0;
-let zId = '';
 
 const kc = () => cluster.kubeConfig;
 const selector = (component: string): string =>
@@ -65,7 +64,7 @@ async function getOrNone(path: string): Promise<Obj | undefined> {
   }
 }
 async function apply(obj: Record<string, unknown>): Promise<void> {
-  await serverSideApply(kc(), obj as Obj, { fieldManager: 'svc-e2e' });
+  await serverSideApply(kc(), obj, { fieldManager: 'svc-e2e' });
 }
 const helm = (...args: string[]) => runner.helm('--kubeconfig', cluster.kubeconfigPath, ...args);
 
@@ -102,9 +101,15 @@ async function fetchInCluster(
   body: string;
 }> {
   const [toolbox] = await readyPods(kc(), TEAM, 'app=toolbox');
-  const script = `fetch(${JSON.stringify(url)}, { redirect: 'manual', headers: ${JSON.stringify(init.headers ?? {})} })
-    .then(async (r) => console.log(JSON.stringify({ status: r.status, location: r.headers.get('location'), body: await r.text() })))
-    .catch((e) => { console.log(JSON.stringify({ status: 0, location: null, body: String(e.cause ?? e) })); });`;
+  // node:http rather than fetch: fetch drops a Host header, and the sidecar routes by host.
+  const script = `require('node:http')
+    .request(${JSON.stringify(url)}, { headers: ${JSON.stringify(init.headers ?? {})} }, (r) => {
+      let body = '';
+      r.on('data', (d) => (body += d));
+      r.on('end', () => console.log(JSON.stringify({ status: r.statusCode, location: r.headers.location ?? null, body })));
+    })
+    .on('error', (e) => console.log(JSON.stringify({ status: 0, location: null, body: String(e) })))
+    .end();`;
   const out = await execIn(kc(), TEAM, toolbox!.metadata.name, 'main', ['node', '-e', script]);
   if (out.code !== 0) throw new Error(`in-cluster fetch failed: ${out.stderr}`);
   return JSON.parse(out.stdout) as { status: number; location: string | null; body: string };
@@ -129,7 +134,7 @@ beforeAll(async () => {
   // Visitors' entry: one tunnel per host, on the same port of two loopback addresses.
   authForward = await forwardPort(kc(), RELEASE_NS, selector('auth'), 8080, '127.0.0.2');
   publicPort = authForward.port;
-  shareForward = await forwardPort(kc(), TEAM, 'app.kubernetes.io/instance=live', 8080, '127.0.0.3', publicPort);
+  shareForward = await forwardPort(kc(), TEAM, 'svc.dev/share=live', 8080, '127.0.0.3', publicPort);
 
   idp = await startDevIdentityProvider({
     listenAddress: cluster.node.hostIp,
@@ -140,7 +145,6 @@ beforeAll(async () => {
   const identityFile = join(work, 'identity.json');
   const created = await run(NODE, [SVC, 'admin', 'create', 'identity', 'cluster', '--output', identityFile]);
   if (created.code !== 0) throw new Error(created.stderr);
-  zId = created.stdout.trim();
 
   const values = {
     image: { ...SVC_IMAGE, pullPolicy: 'Never' },
@@ -264,7 +268,7 @@ describe('svc on a real one-node cluster', () => {
       },
     });
     await readyPods(kc(), BACKENDS, 'app=echo');
-    const [sharePod] = await readyPods(kc(), TEAM, 'app.kubernetes.io/instance=live');
+    const [sharePod] = await readyPods(kc(), TEAM, 'svc.dev/share=live');
     expect(sharePod!.spec.containers.map((c) => c.name).sort()).toEqual(['agent', 'frontend']);
 
     // Through the share's Service (cluster DNS + kube-proxy): no session yet → the login redirect.
@@ -298,4 +302,184 @@ describe('svc on a real one-node cluster', () => {
       await browser.close();
     }
   }, 600_000);
+
+  it('an Access pod reaches a private share through its Service', async () => {
+    await apply({
+      apiVersion: 'svc.dev/v1alpha1',
+      kind: 'Share',
+      metadata: { name: 'plain', namespace: TEAM },
+      spec: { shareMode: 'private', backendMode: 'proxy', target: `http://echo.${BACKENDS}.svc:8080`, token: 'plain' },
+    });
+    await apply({
+      apiVersion: 'svc.dev/v1alpha1',
+      kind: 'Access',
+      metadata: { name: 'reach-plain', namespace: TEAM },
+      spec: { shareToken: 'plain', bindPort: 18080 },
+    });
+    await readyPods(kc(), TEAM, 'svc.dev/share=plain');
+    await readyPods(kc(), TEAM, 'svc.dev/access=reach-plain');
+    const res = await until('the access to answer', async () => {
+      const r = await fetchInCluster(`http://svc-access-reach-plain.${TEAM}.svc.cluster.local:18080/through-access`, {
+        headers: { 'svc-auth-email': 'spoofed@evil.test' },
+      });
+      return r.status === 200 ? r : undefined;
+    });
+    const seen = JSON.parse(res.body) as { url: string; pod: string; headers: Record<string, string> };
+    expect(seen.url).toBe('/through-access');
+    expect(seen.pod).toMatch(/^echo-/);
+    expect(seen.headers['svc-auth-email']).toBeUndefined();
+  }, 300_000);
+
+  it('an AgentEnrollment: the environment agent pod connects to the controller pod; /api/v1/agent/share becomes a running share pod', async () => {
+    const account = await run(
+      NODE,
+      [SVC, 'admin', 'create', 'account', 'e2e@example.com', '--store', 'kubernetes', '--namespace', RELEASE_NS],
+      { KUBECONFIG: cluster.kubeconfigPath },
+    );
+    expect(account.code, account.stderr).toBe(0);
+    const token = account.stdout.trim();
+    await apply({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'account', namespace: ENV_NS },
+      stringData: { token },
+    });
+    await apply({
+      apiVersion: 'svc.dev/v1alpha1',
+      kind: 'AgentEnrollment',
+      metadata: { name: 'env', namespace: ENV_NS },
+      spec: {
+        controllerUrl: `http://svc-controller.${RELEASE_NS}.svc.cluster.local`,
+        accountTokenSecretRef: { name: 'account', key: 'token' },
+        description: 'e2e environment',
+      },
+    });
+    const envZId = await until('the enrollment', async () => {
+      const e = await get(`/apis/svc.dev/v1alpha1/namespaces/${ENV_NS}/agentenrollments/env`);
+      const status = e.status as { enrolled?: boolean; envZId?: string } | undefined;
+      return status?.enrolled && status.envZId ? status.envZId : undefined;
+    });
+    await readyPods(kc(), ENV_NS, 'svc.dev/agent-enrollment=env');
+
+    const api = await forwardPort(kc(), RELEASE_NS, selector('controller'), 18080);
+    try {
+      const res = await until('the controller to reach the environment agent', async () => {
+        const r = await fetch(`http://127.0.0.1:${api.port}/api/v1/agent/share`, {
+          method: 'POST',
+          headers: { 'content-type': MEDIA_TYPE, 'x-token': token },
+          body: JSON.stringify({
+            envZId,
+            shareMode: 'public',
+            backendMode: 'proxy',
+            target: `http://echo.${BACKENDS}.svc.cluster.local:8080`,
+          }),
+        });
+        const body = (await r.json()) as { token?: string; frontendEndpoints?: string[] };
+        return r.ok ? body : undefined;
+      });
+      expect(res.token).toMatch(/^[a-z0-9-]+$/);
+      expect(res.frontendEndpoints?.[0]).toContain(`${res.token}.${DOMAIN}`);
+      const share = await until('the Share object the agent created', async () => {
+        const list = (await get(`/apis/svc.dev/v1alpha1/namespaces/${ENV_NS}/shares`)) as unknown as { items: Obj[] };
+        return list.items.find((s) => (s.status as { token?: string } | undefined)?.token === res.token);
+      });
+      const [pod] = await readyPods(kc(), ENV_NS, `svc.dev/share=${share.metadata!.name}`);
+      expect(pod!.spec.containers.map((c) => c.name)).toContain('agent');
+    } finally {
+      await api.close();
+    }
+  }, 400_000);
+
+  it('deleting a Share removes its pods (garbage collection of the owned Deployment)', async () => {
+    await rawRequest(kc(), `/apis/svc.dev/v1alpha1/namespaces/${TEAM}/shares/plain`, { method: 'DELETE' });
+    await until('the share pods and Deployment to go', async () => {
+      const pods = await listPods(kc(), TEAM, 'svc.dev/share=plain');
+      const deployment = await getOrNone(`/apis/apps/v1/namespaces/${TEAM}/deployments/svc-share-plain`);
+      return pods.length === 0 && !deployment;
+    });
+  }, 180_000);
+
+  it('the operator pod deleted mid-reconcile: its replacement takes the Lease and finishes the Share', async () => {
+    const [old] = await readyPods(kc(), RELEASE_NS, selector('operator'));
+    const lease = `/apis/coordination.k8s.io/v1/namespaces/${RELEASE_NS}/leases/svc-operator`;
+    const before = ((await get(lease)).spec as { holderIdentity?: string }).holderIdentity;
+    expect(before).toBeTruthy();
+    await apply({
+      apiVersion: 'svc.dev/v1alpha1',
+      kind: 'Share',
+      metadata: { name: 'resilient', namespace: TEAM },
+      spec: { backendMode: 'proxy', target: `http://echo.${BACKENDS}.svc:8080`, token: 'resilient' },
+    });
+    await rawRequest(kc(), `/api/v1/namespaces/${RELEASE_NS}/pods/${old!.metadata.name}`, { method: 'DELETE' });
+    const [replacement] = await until('a new operator pod', async () => {
+      const pods = await readyPods(kc(), RELEASE_NS, selector('operator'));
+      return pods[0]?.metadata.uid !== old!.metadata.uid ? pods : undefined;
+    });
+    await until('the new leader', async () => {
+      const holder = ((await get(lease)).spec as { holderIdentity?: string }).holderIdentity;
+      return holder && holder !== before ? holder : undefined;
+    });
+    await readyPods(kc(), TEAM, 'svc.dev/share=resilient');
+    const status = await shareStatus(TEAM, 'resilient');
+    expect((status?.conditions as { type: string; status: string }[]).find((c) => c.type === 'Ready')?.status).toBe(
+      'True',
+    );
+    expect(replacement!.metadata.name).not.toBe(old!.metadata.name);
+  }, 400_000);
+
+  it('helm upgrade with a changed value rolls the pods', async () => {
+    const [old] = await readyPods(kc(), RELEASE_NS, selector('auth'));
+    const out = await helm(
+      'upgrade',
+      RELEASE,
+      CHART,
+      '-n',
+      RELEASE_NS,
+      '--reuse-values',
+      '--set',
+      'auth.podAnnotations.svc\\.dev/rolled=yes',
+      '--wait',
+      '--timeout',
+      '5m',
+    );
+    expect(out.code, out.stderr).toBe(0);
+    const [rolled] = await readyPods(kc(), RELEASE_NS, selector('auth'));
+    expect(rolled!.metadata.uid).not.toBe(old!.metadata.uid);
+    await until(
+      'the old pod to go',
+      async () => !(await getOrNone(`/api/v1/namespaces/${RELEASE_NS}/pods/${old!.metadata.name}`)),
+    );
+  }, 400_000);
+
+  it('helm uninstall leaves no svc object of the release behind, only the CRDs', async () => {
+    const out = await helm('uninstall', RELEASE, '-n', RELEASE_NS, '--wait', '--timeout', '5m');
+    expect(out.code, out.stderr).toBe(0);
+    await until('the release pods to go', async () => (await listPods(kc(), RELEASE_NS, '')).length === 0);
+    const q = `labelSelector=${encodeURIComponent(`app.kubernetes.io/instance=${RELEASE}`)}`;
+    const kinds = [
+      `/apis/apps/v1/namespaces/${RELEASE_NS}/deployments`,
+      `/api/v1/namespaces/${RELEASE_NS}/services`,
+      `/api/v1/namespaces/${RELEASE_NS}/secrets`,
+      `/api/v1/namespaces/${RELEASE_NS}/configmaps`,
+      `/api/v1/namespaces/${RELEASE_NS}/serviceaccounts`,
+      `/apis/rbac.authorization.k8s.io/v1/namespaces/${RELEASE_NS}/roles`,
+      `/apis/rbac.authorization.k8s.io/v1/namespaces/${RELEASE_NS}/rolebindings`,
+      '/apis/rbac.authorization.k8s.io/v1/clusterroles',
+      '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
+    ];
+    for (const path of kinds) {
+      const list = (await get(`${path}?${q}`)) as unknown as { items: Obj[] };
+      expect(
+        list.items.map((o) => o.metadata?.name),
+        path,
+      ).toEqual([]);
+    }
+    const secrets = (await get(`/api/v1/namespaces/${RELEASE_NS}/secrets`)) as unknown as { items: Obj[] };
+    console.info(
+      `[cluster] Secrets left in ${RELEASE_NS} after uninstall: ${secrets.items.map((s) => s.metadata?.name).join(', ')}`,
+    );
+    for (const crd of ['shares', 'accesses', 'agentenrollments']) {
+      expect(await getOrNone(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}.svc.dev`)).toBeDefined();
+    }
+  }, 400_000);
 });
