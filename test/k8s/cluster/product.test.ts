@@ -478,6 +478,7 @@ describe('svc on a real one-node cluster', () => {
     console.info(
       `[cluster] Secrets left in ${RELEASE_NS} after uninstall: ${secrets.items.map((s) => s.metadata?.name).join(', ')}`,
     );
+    expect(await getOrNone(`/apis/coordination.k8s.io/v1/namespaces/${RELEASE_NS}/leases/svc-operator`)).toBeDefined();
     for (const crd of ['shares', 'accesses', 'agentenrollments']) {
       expect(await getOrNone(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}.svc.dev`)).toBeDefined();
     }
