@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
-import { MEDIA_TYPE } from '../../../controller/openapi.ts';
+import { MEDIA_TYPE } from '../../../lib/api-client.ts';
 import { startDevIdentityProvider, type DevIdentityProvider } from '../../../sidecar/dev-idp.ts';
 import { devLogin, launchBrowser } from '../../support/browser.ts';
 import { locateHelm } from '../binaries.ts';
