@@ -1,15 +1,1 @@
-/**
- * Exponential backoff with a cap and jitter: the delay doubles from `baseMs` with every consecutive
- * failure up to `maxMs`, and is then spread over [50%, 100%] of that value so that many keys (or
- * many operators) that failed together do not retry in lock-step against the API server.
- */
-export interface BackoffPolicy {
-  readonly baseMs: number;
-  readonly maxMs: number;
-}
-
-export function backoffDelay(policy: BackoffPolicy, failures: number, random: () => number = Math.random): number {
-  const exponent = Math.max(0, failures - 1);
-  const ceiling = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.min(exponent, 30));
-  return Math.round(ceiling * (0.5 + 0.5 * random()));
-}
+export { backoffDelay, type BackoffPolicy } from '../lib/backoff.ts';

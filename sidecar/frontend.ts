@@ -33,6 +33,8 @@ export interface FrontendOptions {
   readonly limits?: Partial<FrontendLimits>;
   /** Time of sessions, login state and re-checks; the system clock unless a test moves time itself. */
   readonly clock?: Clock;
+  /** Takes an upgrade on a host that is not a share's (the tunnel endpoint); true when it did. */
+  readonly onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 }
 
 export interface RunningFrontend {
@@ -118,7 +120,9 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (!hostnameOf(req)) return rejectUpgrade(socket, 400);
-    upgradeShare(deps, req, socket, head, shareHostOf(req, routing)?.share);
+    const routed = shareHostOf(req, routing);
+    if (!routed && options.onUpgrade?.(req, socket, head)) return;
+    upgradeShare(deps, req, socket, head, routed?.share);
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => rejectUpgrade(socket, clientErrorStatus(err)));
 

@@ -48,8 +48,9 @@ export async function serveShare(
   } else {
     prepareBackendHeaders(req, cookieName, undefined, endpointUrl);
   }
-  if (setCookie) proxy.addSetCookie(req, setCookie);
   metrics.request('proxied');
+  if (!(share.target instanceof URL)) return share.target.web(req, res, setCookie);
+  if (setCookie) proxy.addSetCookie(req, setCookie);
   proxy.web(req, res, share.target, (err) => {
     metrics.request('upstream_error');
     if (err instanceof BackendTimeout) {
@@ -78,7 +79,8 @@ export function upgradeShare(
   if (share.oauth && !session) return rejectUpgrade(socket, 401);
   prepareBackendHeaders(req, deps.cookieName, session, deps.endpointUrl);
   deps.metrics.request('proxied');
-  deps.proxy.ws(req, socket, head, share.target);
+  if (share.target instanceof URL) deps.proxy.ws(req, socket, head, share.target);
+  else share.target.ws(req, socket, head);
 }
 
 export function rejectUpgrade(socket: Duplex, status: 400 | 401 | 404 | 408 | 431): void {

@@ -1,3 +1,5 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { ConfigReader } from '../config-reader.ts';
 import { join } from '../config-reader.ts';
 import { parseDuration } from '../duration.ts';
@@ -9,12 +11,26 @@ export interface ShareOAuth {
   readonly checkIntervalMs: number;
 }
 
+/**
+ * Where the frontend sends a share's requests when they do not go to a URL: the tunnel to the agent
+ * that holds the share (sidecar/tunnel). It answers failures itself (offline, busy, unreachable).
+ */
+export interface ShareUpstream {
+  /** `setCookie`: a refreshed session cookie to add to the response. */
+  web(req: IncomingMessage, res: ServerResponse, setCookie: string | undefined): void;
+  ws(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+}
+
 /** One share the frontend serves at `<token>.<cookie_domain>`. */
 export interface ShareRoute {
   readonly token: string;
-  readonly target: URL;
+  /** A backend URL (proxied), or the tunnel of the environment that publishes the share. */
+  readonly target: URL | ShareUpstream;
   readonly oauth?: ShareOAuth;
 }
+
+/** A share proxied to a backend URL (config files, the agent on one machine). */
+export type DirectShareRoute = ShareRoute & { readonly target: URL };
 
 export const DEFAULT_CHECK_INTERVAL = '3h';
 /** A share token is the first DNS label of the share's host. */
@@ -31,7 +47,7 @@ export function readShareOptions(
   o: Record<string, unknown>,
   path: string,
   providerNames: readonly string[] | undefined,
-): ShareRoute | undefined {
+): DirectShareRoute | undefined {
   const before = r.problems.length;
   const token = r.string(o, 'token', path);
   if (token !== undefined && !SHARE_TOKEN.test(token)) {

@@ -1,0 +1,98 @@
+import http, { type OutgoingHttpHeaders } from 'node:http';
+import https from 'node:https';
+import { constants, type IncomingHttpHeaders as Http2Headers, type ServerHttp2Stream } from 'node:http2';
+import { stripIdentityHeaders } from '../../lib/identity-headers.ts';
+import { ROUTE_HEADER, shareTokenOf, tunnelHeaders } from '../../lib/tunnel/protocol.ts';
+
+/** A share as the tunnel serves it: where its backend answers, and who may reach it. */
+export interface TunnelledShare {
+  readonly shareMode: 'public' | 'private';
+  /** The proxy target, or the web share's local listener (with its secret path). */
+  readonly backendUrl: URL;
+}
+
+const agents = {
+  http: new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 }),
+  https: new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 }),
+};
+
+/**
+ * Answers one tunnel stream from the local share named by its `:authority`: a request is sent to the
+ * share's backend exactly as the frontend's proxy would send it on one machine (Host rewritten to the
+ * target's, the target's path prefixed, the frontend's identity and X-Forwarded headers kept), and
+ * an extended CONNECT (`:protocol: websocket`) becomes an HTTP/1.1 upgrade to the backend. Bodies
+ * are piped both ways under the stream's flow control. A public share is served on `public` streams,
+ * a private one only on `access` streams, whose identity look-alikes are removed here too.
+ */
+export function serveStream(
+  stream: ServerHttp2Stream,
+  headers: Http2Headers,
+  resolve: (token: string) => TunnelledShare | undefined,
+): void {
+  stream.on('error', () => undefined);
+  const token = shareTokenOf(headers[':authority']);
+  const share = token ? resolve(token) : undefined;
+  const route = headers[ROUTE_HEADER];
+  const allowed = share && (share.shareMode === 'public' ? route === 'public' : route === 'access');
+  if (!share || !allowed) return answer(stream, 404, `404: no share ${token ?? ''} on this agent\n`);
+
+  const target = share.backendUrl;
+  const websocket = headers[':method'] === 'CONNECT';
+  if (websocket && headers[':protocol'] !== 'websocket') return answer(stream, 501, '501: only websockets\n');
+  const out: OutgoingHttpHeaders = { ...tunnelHeaders(headers), host: target.host };
+  if (route === 'access') stripIdentityHeaders(out as http.IncomingHttpHeaders);
+  if (websocket) Object.assign(out, { connection: 'Upgrade', upgrade: 'websocket' });
+  const secure = target.protocol === 'https:';
+  const request = (secure ? https : http).request({
+    protocol: target.protocol,
+    hostname: target.hostname,
+    port: target.port,
+    method: websocket ? 'GET' : (headers[':method'] ?? 'GET'),
+    path: joinPath(target.pathname, headers[':path'] ?? '/'),
+    headers: out,
+    // An upgraded socket leaves the pool; keep-alive only for ordinary requests.
+    agent: websocket ? false : secure ? agents.https : agents.http,
+  });
+  let settled = false;
+  request.on('response', (res) => {
+    if (stream.closed) return void res.destroy();
+    stream.respond({ ':status': res.statusCode ?? 502, ...tunnelHeaders(res.headers) });
+    res.on('end', () => (settled = true));
+    res.pipe(stream);
+    res.on('error', () => stream.close(constants.NGHTTP2_INTERNAL_ERROR));
+  });
+  request.on('upgrade', (res, socket, head) => {
+    settled = true;
+    if (stream.closed) return void socket.destroy();
+    stream.respond({ ':status': 200, ...tunnelHeaders(res.headers) });
+    if (head.length > 0) stream.write(head);
+    socket.pipe(stream);
+    stream.pipe(socket);
+    socket.on('error', () => stream.close(constants.NGHTTP2_CANCEL));
+    stream.on('close', () => socket.destroy());
+  });
+  request.on('error', (err) => {
+    if (!stream.headersSent) answer(stream, 502, `502: the share backend did not answer: ${err.message}\n`);
+    else stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+  });
+  // A visitor who went away cancels the stream: the backend request is dropped too.
+  stream.on('close', () => {
+    if (!settled) request.destroy();
+  });
+  if (websocket) request.end();
+  else stream.pipe(request);
+}
+
+/** The target's path and the request's, as the frontend's proxy joins them (repeated slashes folded). */
+export function joinPath(base: string, path: string): string {
+  const query = path.indexOf('?');
+  const pathname = query < 0 ? path : path.slice(0, query);
+  const rest = query < 0 ? '' : path.slice(query);
+  return `${[base, pathname].filter(Boolean).join('/').replace(/\/+/g, '/')}${rest}`;
+}
+
+function answer(stream: ServerHttp2Stream, status: number, text: string): void {
+  if (stream.closed || stream.headersSent) return;
+  stream.respond({ ':status': status, 'content-type': 'text/plain; charset=utf-8' });
+  stream.end(text);
+}

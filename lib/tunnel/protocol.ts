@@ -1,0 +1,140 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders as Http2Headers, Settings } from 'node:http2';
+
+/**
+ * The tunnel wire protocol, shared by the agent (agent/tunnel) and the installation's public
+ * frontend (sidecar/tunnel); docs/design.md, "The tunnel".
+ *
+ * The agent dials out: a WebSocket upgrade to `TUNNEL_PATH` on the frontend's endpoint host,
+ * authenticated by the environment's token in `ENVIRONMENT_TOKEN_HEADER`. Over the upgraded
+ * connection runs HTTP/2 with reversed roles: the frontend is the HTTP/2 client and opens one stream
+ * per visitor request; the agent is the HTTP/2 server and answers it from the share named by the
+ * first label of `:authority`. WebSockets travel as RFC 8441 extended CONNECT streams
+ * (`:protocol: websocket`). A second connection to `ACCESS_PATH` turns the roles around again for
+ * private accesses: there the agent is the HTTP/2 client and the frontend forwards its streams into
+ * the tunnel of the environment that owns the share.
+ */
+export const TUNNEL_PATH = '/api/v1/tunnel';
+export const ACCESS_PATH = '/api/v1/tunnel/access';
+export const ENVIRONMENT_TOKEN_HEADER = 'x-environment-token';
+
+/**
+ * Set by the frontend on every tunnelled stream (whatever a client sent is replaced): `public` for
+ * a visitor of a public share, `access` for a private access of the owning account. The agent serves
+ * a private share only on `access` streams and removes the header before the backend sees it.
+ */
+export const ROUTE_HEADER = 'svc-tunnel-route';
+export type TunnelRoute = 'public' | 'access';
+
+/** WebSocket close codes of the tunnel (4000-4999 are free for applications). */
+export const CLOSE_REVOKED = 4001;
+export const CLOSE_TOO_MANY_TUNNELS = 4008;
+
+/** The frontend's limits; each can be set in the installation config (docs/design.md). */
+export interface TunnelLimits {
+  /** Streams (requests, websockets) open at once through one tunnel; more are answered 503. */
+  readonly maxStreamsPerTunnel: number;
+  /** Tunnels one environment may hold open at once; more are refused at the upgrade. */
+  readonly maxTunnelsPerEnvironment: number;
+  /** A stream with no data either way for this long is reset (the visitor gets 504). */
+  readonly streamIdleMs: number;
+  /** The frontend pings every tunnel this often; one that missed two pings is closed. */
+  readonly pingIntervalMs: number;
+  /** Largest header block of one request or response (HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE). */
+  readonly maxHeaderListBytes: number;
+}
+
+export const DEFAULT_TUNNEL_LIMITS: TunnelLimits = {
+  maxStreamsPerTunnel: 100,
+  maxTunnelsPerEnvironment: 4,
+  streamIdleMs: 120_000,
+  pingIntervalMs: 15_000,
+  // Node's HTTP/1 parser accepts 16 KiB of headers; the frontend adds the identity and forwarding ones.
+  maxHeaderListBytes: 32 * 1024,
+};
+
+/** Largest WebSocket message of a tunnel: HTTP/2 frames are at most 16 KiB plus a 9-byte header. */
+export const MAX_FRAME_MESSAGE_BYTES = 1024 * 1024;
+
+/**
+ * HTTP/2 flow-control windows. The default 64 KiB per stream needs a WINDOW_UPDATE round trip per
+ * 64 KiB, which caps a download far below the link; a larger window lets a stream keep the pipe
+ * full, and bounds what one unread stream can park in the receiver's memory.
+ */
+export const STREAM_WINDOW_BYTES = 1024 * 1024;
+export const SESSION_WINDOW_BYTES = 16 * 1024 * 1024;
+
+/** SETTINGS the agent's HTTP/2 server sends: extended CONNECT on, the stream cap advertised. */
+export function serverSettings(limits: TunnelLimits): Settings {
+  return {
+    enableConnectProtocol: true,
+    initialWindowSize: STREAM_WINDOW_BYTES,
+    maxConcurrentStreams: limits.maxStreamsPerTunnel,
+    maxHeaderListSize: limits.maxHeaderListBytes,
+  };
+}
+
+/** SETTINGS of the HTTP/2 client end: no server push, so the server can never open a stream. */
+export function clientSettings(limits: TunnelLimits): Settings {
+  return { enablePush: false, initialWindowSize: STREAM_WINDOW_BYTES, maxHeaderListSize: limits.maxHeaderListBytes };
+}
+
+/**
+ * Headers that belong to one HTTP/1.1 connection and are forbidden in HTTP/2 (RFC 9113 §8.2.2),
+ * plus `host` (carried as `:authority`) and the route marker only the frontend sets.
+ */
+const CONNECTION_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+  'host',
+  ROUTE_HEADER,
+]);
+
+/**
+ * An HTTP/1.1 (or HTTP/2) header set as it may travel on a tunnel stream: pseudo-headers,
+ * connection-specific headers and any header the `Connection` header names are dropped; `te` is
+ * kept only as `trailers`.
+ */
+export function tunnelHeaders(headers: IncomingHttpHeaders | Http2Headers): OutgoingHttpHeaders {
+  const named = String(headers.connection ?? '')
+    .split(',')
+    .map((t) => t.trim().toLowerCase())
+    .filter(Boolean);
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || name.startsWith(':') || CONNECTION_HEADERS.has(name) || named.includes(name)) continue;
+    if (name === 'te') {
+      if (String(value).toLowerCase() === 'trailers') out.te = 'trailers';
+      continue;
+    }
+    out[name] = value;
+  }
+  return out;
+}
+
+/** The share token a tunnel stream is for: the first label of `:authority` (`<token>.<domain>`). */
+export function shareTokenOf(authority: string | undefined): string | undefined {
+  if (!authority) return undefined;
+  const label = authority.split('.')[0]?.toLowerCase();
+  return label && /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(label) ? label : undefined;
+}
+
+/** The WebSocket URL of a frontend's tunnel or access endpoint, from its public base URL. */
+export function tunnelUrl(endpointUrl: URL | string, path: typeof TUNNEL_PATH | typeof ACCESS_PATH): string {
+  const url = new URL(path, endpointUrl);
+  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+  return url.href;
+}
+
+/**
+ * The non-secret part of an environment token (`svcv_<envZId>_<secret>`), safe to log: the
+ * environment the presenter claims to be. Undefined when the text does not have that shape.
+ */
+export function claimedEnvironment(token: string): string | undefined {
+  const id = /^svcv_([a-z2-7]{12})_/.exec(token)?.[1];
+  return id;
+}

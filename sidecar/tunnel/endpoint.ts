@@ -1,0 +1,213 @@
+import type { IncomingMessage } from 'node:http';
+import http2, { type IncomingHttpHeaders as Http2Headers, type ServerHttp2Stream } from 'node:http2';
+import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, createWebSocketStream, type WebSocket } from 'ws';
+import { errorText } from '../../lib/errors.ts';
+import { stripIdentityHeaders } from '../../lib/identity-headers.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { EnvironmentIdentity, ShareDirectory } from '../../lib/tunnel/directory.ts';
+import { forwardStream, rejectSocket } from '../../lib/tunnel/forward.ts';
+import { keepAlive } from '../../lib/tunnel/keepalive.ts';
+import {
+  ACCESS_PATH,
+  CLOSE_REVOKED,
+  CLOSE_TOO_MANY_TUNNELS,
+  ENVIRONMENT_TOKEN_HEADER,
+  MAX_FRAME_MESSAGE_BYTES,
+  SESSION_WINDOW_BYTES,
+  TUNNEL_PATH,
+  claimedEnvironment,
+  clientSettings,
+  serverSettings,
+  shareTokenOf,
+  type TunnelLimits,
+} from '../../lib/tunnel/protocol.ts';
+import { CappedSession } from '../../lib/tunnel/stream-target.ts';
+import type { HeldTunnel, TunnelLocator } from './locator.ts';
+
+export interface TunnelEndpointOptions {
+  readonly directory: ShareDirectory;
+  readonly locator: TunnelLocator;
+  readonly limits: TunnelLimits;
+  readonly logger: Logger;
+}
+
+/** How long an accepted tunnel may take to send its HTTP/2 SETTINGS. */
+const SETTINGS_TIMEOUT_MS = 10_000;
+
+/**
+ * The frontend's end of the tunnels: accepts the WebSocket upgrades agents send to `TUNNEL_PATH`
+ * (an agent serving its shares) and `ACCESS_PATH` (an agent reaching a private share of its
+ * account), each authenticated by the environment's token before the upgrade completes. Refusals
+ * (no token, forged or revoked token, too many tunnels, too many streams) are logged with the peer
+ * address and the claimed environment, never the token.
+ */
+export class TunnelEndpoint {
+  private readonly options: TunnelEndpointOptions;
+  private readonly wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_FRAME_MESSAGE_BYTES,
+    perMessageDeflate: false,
+  });
+  private readonly accessSockets = new Map<string, Set<WebSocket>>();
+  private readonly unsubscribe: () => void;
+
+  constructor(options: TunnelEndpointOptions) {
+    this.options = options;
+    this.unsubscribe = options.directory.onRevoked((envZId) => this.revoke(envZId));
+  }
+
+  /** Takes an upgrade to the tunnel or access path (true), or leaves it to the caller (false). */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== TUNNEL_PATH && path !== ACCESS_PATH) return false;
+    const { logger, directory } = this.options;
+    const peer = req.socket.remoteAddress;
+    const header = req.headers[ENVIRONMENT_TOKEN_HEADER];
+    const token = typeof header === 'string' ? header : '';
+    const claimed = claimedEnvironment(token);
+    const refuse = (reason: string) => {
+      logger.warn({ peer, claimed, path }, `tunnel refused: ${reason}`);
+      rejectSocket(socket, 401, 'Unauthorized');
+    };
+    if (!claimed) {
+      refuse('no environment token');
+      return true;
+    }
+    directory.authenticate(token).then(
+      (identity) => {
+        if (!identity) return refuse('the environment token is not valid (forged, foreign or revoked)');
+        this.wss.handleUpgrade(req, socket, head, (ws) =>
+          path === TUNNEL_PATH ? this.acceptTunnel(ws, identity, peer) : this.acceptAccess(ws, identity, peer),
+        );
+      },
+      (err: unknown) => {
+        logger.error({ err: errorText(err), claimed }, 'tunnel: cannot check the environment token');
+        rejectSocket(socket, 503, 'Service Unavailable');
+      },
+    );
+    return true;
+  }
+
+  close(): void {
+    this.unsubscribe();
+    for (const envZId of this.options.locator.connected()) {
+      this.options.locator.closeEnvironment(envZId, 1001, 'frontend shutting down');
+    }
+    for (const sockets of this.accessSockets.values()) for (const ws of sockets) ws.terminate();
+    this.accessSockets.clear();
+    this.wss.close();
+  }
+
+  private acceptTunnel(ws: WebSocket, identity: EnvironmentIdentity, peer: string | undefined): void {
+    const { limits, locator, logger } = this.options;
+    const { envZId } = identity;
+    const duplex = createWebSocketStream(ws);
+    duplex.on('error', () => undefined);
+    const session = http2.connect('http://tunnel.invalid', {
+      createConnection: () => duplex,
+      settings: clientSettings(limits),
+      maxHeaderListPairs: 256,
+    });
+    session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW_BYTES));
+    const capped = new CappedSession(session, limits.maxStreamsPerTunnel);
+    const tunnel: HeldTunnel = {
+      id: randomUUID(),
+      open: (headers) => {
+        try {
+          return capped.open(headers);
+        } catch (err) {
+          logger.warn({ envZId, err: errorText(err) }, 'tunnel: stream refused');
+          throw err;
+        }
+      },
+      close: (code, reason) => ws.close(code, reason),
+    };
+    let attached = false;
+    const settingsTimer = setTimeout(() => ws.terminate(), SETTINGS_TIMEOUT_MS);
+    session.once('remoteSettings', () => {
+      clearTimeout(settingsTimer);
+      if (!locator.attach(envZId, tunnel)) {
+        logger.warn(
+          { envZId, peer, max: limits.maxTunnelsPerEnvironment },
+          'tunnel refused: the environment holds the maximum number of tunnels',
+        );
+        ws.close(CLOSE_TOO_MANY_TUNNELS, 'too many tunnels for this environment');
+        return;
+      }
+      attached = true;
+      logger.info({ envZId, peer, tunnel: tunnel.id }, 'tunnel: agent connected');
+    });
+    session.on('error', (err) => logger.warn({ envZId, err: errorText(err) }, 'tunnel: session error'));
+    session.on('close', () => ws.terminate());
+    keepAlive(ws, limits.pingIntervalMs);
+    ws.on('close', () => {
+      clearTimeout(settingsTimer);
+      session.destroy();
+      if (!attached) return;
+      locator.detach(envZId, tunnel);
+      logger.info({ envZId, tunnel: tunnel.id }, 'tunnel: agent disconnected');
+    });
+  }
+
+  private acceptAccess(ws: WebSocket, identity: EnvironmentIdentity, peer: string | undefined): void {
+    const { limits, logger } = this.options;
+    const sockets = this.accessSockets.get(identity.envZId) ?? new Set<WebSocket>();
+    if (sockets.size >= limits.maxTunnelsPerEnvironment) {
+      logger.warn(
+        { envZId: identity.envZId, peer },
+        'access refused: the environment holds the maximum number of connections',
+      );
+      ws.close(CLOSE_TOO_MANY_TUNNELS, 'too many access connections for this environment');
+      return;
+    }
+    sockets.add(ws);
+    this.accessSockets.set(identity.envZId, sockets);
+    const duplex = createWebSocketStream(ws);
+    duplex.on('error', () => undefined);
+    const server = http2.createServer({ settings: serverSettings(limits), maxHeaderListPairs: 256 });
+    server.on('session', (session) =>
+      session.once('localSettings', () => session.setLocalWindowSize(SESSION_WINDOW_BYTES)),
+    );
+    server.on('stream', (stream, headers) => this.accessStream(identity, stream, headers));
+    server.on('sessionError', () => ws.terminate());
+    server.emit('connection', duplex);
+    keepAlive(ws, limits.pingIntervalMs);
+    logger.info({ envZId: identity.envZId, peer }, 'access: agent connected');
+    ws.on('close', () => {
+      sockets.delete(ws);
+      if (sockets.size === 0) this.accessSockets.delete(identity.envZId);
+      duplex.destroy();
+    });
+  }
+
+  /** A private access's stream: only to a private share of the same account, through its owner's tunnel. */
+  private accessStream(identity: EnvironmentIdentity, stream: ServerHttp2Stream, headers: Http2Headers): void {
+    const { directory, locator, limits, logger } = this.options;
+    stream.on('error', () => undefined);
+    const token = shareTokenOf(headers[':authority']);
+    const share = token ? directory.lookup(token) : undefined;
+    if (!share || share.shareMode !== 'private' || share.accountId !== identity.accountId) {
+      logger.info({ envZId: identity.envZId, share: token }, 'access: no such private share for this account');
+      stream.respond({ ':status': 404, 'content-type': 'text/plain; charset=utf-8' });
+      stream.end(`404: there is no private share ${token ?? ''} of this account\n`);
+      return;
+    }
+    const target = locator.find(share.envZId);
+    if (!target) {
+      stream.respond({ ':status': 503, 'content-type': 'text/plain; charset=utf-8', 'retry-after': '5' });
+      stream.end(`503: share ${share.token} is offline: its agent is not connected\n`);
+      return;
+    }
+    stripIdentityHeaders(headers);
+    forwardStream(stream, headers, target, { route: 'access', idleMs: limits.streamIdleMs });
+  }
+
+  private revoke(envZId: string): void {
+    this.options.locator.closeEnvironment(envZId, CLOSE_REVOKED, 'environment credential revoked');
+    for (const ws of this.accessSockets.get(envZId) ?? []) ws.close(CLOSE_REVOKED, 'environment credential revoked');
+    this.accessSockets.delete(envZId);
+    this.options.logger.info({ envZId }, 'tunnel: environment revoked; its tunnels are closed');
+  }
+}

@@ -1,0 +1,88 @@
+import type { ServerResponse } from 'node:http';
+import { parseDuration } from '../../lib/duration.ts';
+import { compileGlob } from '../../lib/glob.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { ShareSource } from '../../lib/share/source.ts';
+import { DEFAULT_CHECK_INTERVAL, type ShareRoute } from '../../lib/share/spec.ts';
+import type { PublishedShare, ShareDirectory } from '../../lib/tunnel/directory.ts';
+import { forwardRequest, forwardUpgrade, rejectSocket, type ForwardFailure } from '../../lib/tunnel/forward.ts';
+import type { TunnelLimits } from '../../lib/tunnel/protocol.ts';
+import { sendPage } from '../pages.ts';
+import type { TunnelLocator } from './locator.ts';
+
+export interface TunnelledSharesOptions {
+  readonly directory: ShareDirectory;
+  readonly locator: TunnelLocator;
+  readonly limits: TunnelLimits;
+  readonly logger: Logger;
+}
+
+const DEFAULT_CHECK_INTERVAL_MS = parseDuration(DEFAULT_CHECK_INTERVAL) ?? 3 * 3_600_000;
+
+const PAGES: Record<ForwardFailure | 'offline', [number, string, string]> = {
+  offline: [
+    503,
+    'Share offline',
+    'The machine that publishes this share is not connected right now. The share is not deleted: try again in a moment.',
+  ],
+  busy: [503, 'Share busy', 'This share is handling too many requests at once. Try again in a moment.'],
+  unreachable: [502, 'Backend unreachable', 'The service behind this share is not answering. Try again later.'],
+  timeout: [504, 'Backend timeout', 'The service behind this share did not answer in time.'],
+};
+
+function page(res: ServerResponse, kind: ForwardFailure | 'offline'): void {
+  const [status, title, message] = PAGES[kind];
+  sendPage(res, status, title, message, status === 503 ? { 'retry-after': '5' } : {});
+}
+
+/**
+ * The public shares of the share registry as the frontend's ShareSource: a share's route carries its
+ * OAuth options from the registry (so the login happens here, before anything reaches the agent) and
+ * an upstream that sends the request through the tunnel of the environment that owns the share.
+ * Private shares are never routed here; they are reached only through an access (endpoint.ts).
+ */
+export function tunnelledShares(options: TunnelledSharesOptions): ShareSource {
+  const { directory, locator, limits, logger } = options;
+  const routes = new WeakMap<PublishedShare, ShareRoute>();
+
+  const routeOf = (entry: PublishedShare): ShareRoute => {
+    const known = routes.get(entry);
+    if (known) return known;
+    const upstream = {
+      web: (req: Parameters<typeof forwardRequest>[0], res: ServerResponse, setCookie: string | undefined) => {
+        const target = locator.find(entry.envZId);
+        if (!target) return page(res, 'offline');
+        forwardRequest(req, res, target, {
+          route: 'public',
+          idleMs: limits.streamIdleMs,
+          ...(setCookie ? { setCookie } : {}),
+          fail: (r, failure) => {
+            logger.warn({ share: entry.token, envZId: entry.envZId, failure }, 'tunnel: request failed');
+            page(r, failure);
+          },
+        });
+      },
+      ws: (req: Parameters<typeof forwardUpgrade>[0], socket: Parameters<typeof forwardUpgrade>[1], head: Buffer) => {
+        const target = locator.find(entry.envZId);
+        if (!target) return rejectSocket(socket, 503, 'Service Unavailable');
+        forwardUpgrade(req, socket, head, target, 'public');
+      },
+    };
+    const oauth = entry.oauth
+      ? {
+          provider: entry.oauth.provider,
+          emailPatterns: entry.oauth.emailAddressPatterns.map((p) => compileGlob(p)),
+          checkIntervalMs: parseDuration(entry.oauth.checkInterval) ?? DEFAULT_CHECK_INTERVAL_MS,
+        }
+      : undefined;
+    const route: ShareRoute = { token: entry.token, target: upstream, ...(oauth ? { oauth } : {}) };
+    routes.set(entry, route);
+    return route;
+  };
+
+  const lookup = (token: string): ShareRoute | undefined => {
+    const entry = directory.lookup(token);
+    return entry && entry.shareMode === 'public' ? routeOf(entry) : undefined;
+  };
+  return { lookup, has: (token) => lookup(token) !== undefined };
+}
