@@ -18,6 +18,10 @@ import {
 import { validateShareRequest, type ShareRequest } from './share-request.ts';
 import type { AccessRecord, AgentStore, ShareRecord } from './store.ts';
 import { newToken } from '../lib/token.ts';
+import type { StreamTarget } from '../lib/tunnel/stream-target.ts';
+import type { SharePublisher } from './tunnel/publisher.ts';
+import { remoteAccessHandler } from './tunnel/remote-access.ts';
+import type { TunnelledShare } from './tunnel/serve-stream.ts';
 
 /** Share entry of the status response (seed: "Share entry (in the status response)"). */
 export interface ShareEntry {
@@ -85,6 +89,9 @@ export class Agent {
   private readonly accesses = new Map<string, LiveAccess>();
   private queue: Promise<unknown> = Promise.resolve();
   private readonly options: AgentOptions;
+  /** Set while the environment publishes through an installation (agent/tunnel/service.ts). */
+  private publisher: SharePublisher | undefined;
+  private accessTarget: (() => StreamTarget | undefined) | undefined;
 
   constructor(options: AgentOptions) {
     this.options = options;
@@ -105,9 +112,12 @@ export class Agent {
     }
     for (const record of await this.options.store.listAccesses()) {
       const share = this.shares.get(record.shareToken);
-      if (!share) continue;
+      if (!share && !record.remote) continue;
       try {
-        this.accesses.set(record.token, { record, listener: await this.startAccess(share, record.bindAddress) });
+        const listener = share
+          ? await this.startAccess(share, record.bindAddress)
+          : await this.startRemoteAccess(record.shareToken, record.bindAddress);
+        this.accesses.set(record.token, { record, listener });
       } catch (err) {
         this.options.logger.error({ access: record.token, err: errorText(err) }, 'cannot restore access');
         this.accesses.set(record.token, { record });
@@ -116,23 +126,50 @@ export class Agent {
     this.options.logger.info({ shares: this.shares.size, accesses: this.accesses.size }, 'agent state restored');
   }
 
-  /** The public shares, as the frontend looks them up by host. Private shares are never listed. */
+  /**
+   * The public shares, as the frontend looks them up by host. Private shares are never listed, and
+   * none while an installation publishes them (its frontend serves them, with its providers).
+   */
   shareSource(): ShareSource {
     const lookup = (token: string) => {
       const live = this.shares.get(token);
-      return live && live.record.shareMode === 'public' ? live.route : undefined;
+      return live && live.record.shareMode === 'public' && !this.publisher ? live.route : undefined;
     };
     return { lookup, has: (token) => lookup(token) !== undefined };
   }
 
+  /**
+   * Publishes every share through `publisher` from now on (registering them all at the installation),
+   * or, with undefined, on this machine's frontend again. `accessTarget`: the installation's access
+   * connection, for accesses to other machines' private shares.
+   */
+  usePublisher(publisher: SharePublisher | undefined, accessTarget?: () => StreamTarget | undefined): Promise<void> {
+    return this.serialized(async () => {
+      this.publisher = publisher;
+      this.accessTarget = accessTarget;
+      if (!publisher) return;
+      const refused = await publisher.sync([...this.shares.values()].map((s) => s.record));
+      if (refused.length > 0) this.options.logger.error({ refused }, 'shares not published by the installation');
+    });
+  }
+
+  /** A share as the tunnel serves it (public and private alike); undefined for an unknown token. */
+  tunnelShare(token: string): TunnelledShare | undefined {
+    const live = this.shares.get(token);
+    return live ? { shareMode: live.record.shareMode, backendUrl: live.backendUrl } : undefined;
+  }
+
   share(body: ShareRequest): Promise<ShareEntry> {
     return this.serialized(async () => {
-      const record = validateShareRequest(body, this.freshToken(), this.options.providerNames);
+      const providers = this.publisher?.providerNames ?? this.options.providerNames;
+      const record = validateShareRequest(body, this.freshToken(), providers);
       const live = await this.startShare(record);
       try {
+        await this.publisher?.publish(record);
         await this.options.store.createShare(record);
       } catch (err) {
         await live.listener?.close();
+        if (this.publisher) await this.publisher.withdraw(record.token).catch(() => undefined);
         throw err;
       }
       this.shares.set(record.token, live);
@@ -148,6 +185,7 @@ export class Agent {
     return this.serialized(async () => {
       const live = this.shares.get(token);
       if (!live) throw notFound(`unknown share token ${JSON.stringify(token)}`, 'unknown_share');
+      await this.publisher?.withdraw(token);
       await this.options.store.deleteShare(token);
       this.shares.delete(token);
       await live.listener?.close();
@@ -167,6 +205,7 @@ export class Agent {
   access(shareToken: string, bind: string | undefined): Promise<AccessEntry> {
     return this.serialized(async () => {
       const share = this.shares.get(shareToken);
+      if (!share && this.publisher) return this.remoteAccess(shareToken, bind);
       if (!share) throw notFound(`unknown share token ${JSON.stringify(shareToken)}`, 'unknown_share');
       if (share.record.shareMode !== 'private') {
         throw badInput(
@@ -194,6 +233,31 @@ export class Agent {
       );
       return accessEntry(record);
     });
+  }
+
+  /** An access to a private share of another machine of the account, through the installation. */
+  private async remoteAccess(shareToken: string, bind: string | undefined): Promise<AccessEntry> {
+    await (this.publisher as SharePublisher).lookupPrivate(shareToken);
+    const listener = await this.startRemoteAccess(shareToken, bind ?? '127.0.0.1:0');
+    const record: AccessRecord = {
+      token: this.freshToken(),
+      shareToken,
+      bindAddress: formatAddress(listener),
+      remote: true,
+      createdAt: new Date().toISOString(),
+    };
+    try {
+      await this.options.store.createAccess(record);
+    } catch (err) {
+      await listener.close();
+      throw err;
+    }
+    this.accesses.set(record.token, { record, listener });
+    this.options.logger.info(
+      { access: record.token, share: shareToken, bindAddress: record.bindAddress },
+      'access created (through the installation)',
+    );
+    return accessEntry(record);
   }
 
   unaccess(token: string): Promise<void> {
@@ -281,8 +345,7 @@ export class Agent {
   }
 
   private async startAccess(share: LiveShare, bind: string): Promise<RunningListener> {
-    const address = parseListenAddress(bind);
-    if (!address) throw badInput(`bindAddress: ${listenAddressProblem(bind)}`, 'invalid_bind');
+    const address = bindAddressOf(bind);
     const handler = proxyBackend({ target: share.backendUrl, identityHeaders: 'strip', logger: this.options.logger });
     try {
       return await listenHandler(handler, address);
@@ -290,6 +353,11 @@ export class Agent {
       handler.close();
       throw err;
     }
+  }
+
+  private async startRemoteAccess(shareToken: string, bind: string): Promise<RunningListener> {
+    const handler = remoteAccessHandler({ target: () => this.accessTarget?.(), shareToken });
+    return listenHandler(handler, bindAddressOf(bind));
   }
 
   private shareEntry(live: LiveShare): ShareEntry {
@@ -303,6 +371,7 @@ export class Agent {
   }
 
   private frontendEndpoints(record: ShareRecord): string[] {
+    if (this.publisher) return this.publisher.frontendEndpoints(record);
     if (record.shareMode !== 'public' || !this.options.publicUrl) return [];
     return [this.options.publicUrl(record.token)];
   }
@@ -336,4 +405,10 @@ function endpointHost(bindAddress: string): string {
   if (!parsed) return bindAddress;
   const host = parsed.host === '0.0.0.0' ? '127.0.0.1' : parsed.host === '::' ? '::1' : parsed.host;
   return formatAddress({ host, port: parsed.port });
+}
+
+function bindAddressOf(bind: string): { host: string; port: number } {
+  const address = parseListenAddress(bind);
+  if (!address) throw badInput(`bindAddress: ${listenAddressProblem(bind)}`, 'invalid_bind');
+  return address;
 }

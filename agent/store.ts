@@ -26,6 +26,8 @@ export interface AccessRecord {
   readonly shareToken: string;
   /** `ip:port` actually bound (a requested port 0 is recorded as the port the system chose). */
   readonly bindAddress: string;
+  /** The share is on another machine of the account, reached through the installation's tunnel. */
+  readonly remote?: boolean;
   readonly createdAt: string;
 }
 

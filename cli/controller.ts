@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import { loadYamlFile } from '../lib/config-reader.ts';
+import { badInput } from '../lib/errors.ts';
 import { registerAdminCommands } from './admin.ts';
 import { registerEnableCommands } from './enable.ts';
 import { registerEnrollCommands } from './enroll.ts';
@@ -11,13 +13,25 @@ export function registerControllerCommands(program: Command): void {
   program
     .command('controller')
     .description('run the controller REST API (/api/v1) alone')
-    .option('-c, --config <file>', 'controller configuration (YAML): data_dir, controller, agent_controller')
+    .option(
+      '-c, --config <file>',
+      'controller configuration (YAML): data_dir, controller, agent_controller; with frontend or oauth also the public frontend for tunnels',
+    )
     .option('--data-dir <dir>', "state directory (default $SVC_DATA_DIR, the config's data_dir, or ~/.svc)")
     .option('--listen <ip:port>', 'API listen address (overrides controller.listen; default 127.0.0.1:18080)')
     .option('--store <kind>', 'where accounts, environments and enrollments live: file (data dir) or kubernetes')
     .option('--namespace <ns>', 'with --store kubernetes: namespace of the records (default: the pod namespace)')
     .action(
       async (opts: { config?: string; dataDir?: string; listen?: string; store?: string; namespace?: string }) => {
+        if (opts.config && servesTunnels(opts.config)) {
+          if (opts.store !== undefined && opts.store !== 'file') {
+            throw badInput(
+              '--store: an installation with a public frontend keeps its share registry in the file store',
+            );
+          }
+          const { runInstallation } = await import('../serve/installation.ts');
+          return runInstallation({ config: opts.config, ...opts });
+        }
         const { runController } = await import('../controller/main.ts');
         await runController(opts);
       },
@@ -25,4 +39,13 @@ export function registerControllerCommands(program: Command): void {
   registerAdminCommands(program);
   registerEnableCommands(program);
   registerEnrollCommands(program);
+}
+
+/**
+ * A controller config with a `frontend` or `oauth` section describes the installation: the controller
+ * plus the public frontend that serves the environments' shares through their tunnels.
+ */
+function servesTunnels(path: string): boolean {
+  const doc = loadYamlFile(path);
+  return Boolean(doc && typeof doc === 'object' && ('frontend' in doc || 'oauth' in doc));
 }

@@ -29,15 +29,19 @@ export function registerEnableCommands(program: Command): void {
         );
       }
       const apiEndpoint = resolveApiEndpoint(opts.apiEndpoint);
-      const { envZId } = await callApi<{ envZId: string }>(apiEndpoint, '/environment/enable', accountToken, {
-        description: opts.description,
-        host: hostname(),
-      });
+      const { envZId, environmentToken } = await callApi<{ envZId: string; environmentToken: string }>(
+        apiEndpoint,
+        '/environment/enable',
+        accountToken,
+        { description: opts.description, host: hostname() },
+      );
       ensureDataDir(dataDir, (message) => process.stderr.write(`${message}\n`));
-      const file: EnvironmentFile = { version: 1, apiEndpoint, envZId, accountToken };
+      const file: EnvironmentFile = { version: 1, apiEndpoint, envZId, accountToken, environmentToken };
       writeJsonFile(environmentPath(dataDir), file);
       process.stdout.write(`${envZId}\n`);
-      process.stderr.write(`enabled environment ${envZId} at ${apiEndpoint}; next: svc agent enroll\n`);
+      process.stderr.write(
+        `enabled environment ${envZId} at ${apiEndpoint}; a running svc serve publishes its shares through the installation when it offers tunnels; remote control: svc agent enroll\n`,
+      );
     });
 
   program

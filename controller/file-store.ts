@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { writeFileAtomic } from '../lib/atomic-file.ts';
 import { SvcError, errorText } from '../lib/errors.ts';
+import type { RegistrationRecord, RegistrationStore } from './registration-store.ts';
 import type { AccountRecord, ControllerStore, EnrollmentRecord, EnvironmentRecord } from './store.ts';
 
 interface Document {
@@ -11,6 +12,8 @@ interface Document {
   accounts: AccountRecord[];
   environments: EnvironmentRecord[];
   enrollments: EnrollmentRecord[];
+  /** The share registry (absent in files written before tunnels). */
+  shares?: RegistrationRecord[];
 }
 
 export const CONTROLLER_STATE_FILE = 'controller.json';
@@ -23,7 +26,7 @@ const LOCK_STALE_MS = 10_000;
  * read-modify-write under an exclusive lock file (`controller.json.lock`, created with O_EXCL; a
  * lock older than 10 s is taken as left by a crash), written atomically (temp file, fsync, rename).
  */
-export class ControllerFileStore implements ControllerStore {
+export class ControllerFileStore implements ControllerStore, RegistrationStore {
   readonly path: string;
   private readonly lockPath: string;
   private cached: { ino: number; mtimeMs: number; size: number; doc: Document } | undefined;
@@ -80,6 +83,7 @@ export class ControllerFileStore implements ControllerStore {
       const before = doc.environments.length;
       doc.environments = doc.environments.filter((e) => e.envZId !== envZId);
       doc.enrollments = doc.enrollments.filter((e) => e.envZId !== envZId);
+      doc.shares = (doc.shares ?? []).filter((s) => s.envZId !== envZId);
       return doc.environments.length !== before;
     });
   }
@@ -109,6 +113,39 @@ export class ControllerFileStore implements ControllerStore {
       const before = doc.enrollments.length;
       doc.enrollments = doc.enrollments.filter((e) => e.id !== id);
       return doc.enrollments.length !== before;
+    });
+  }
+
+  async listRegistrations(): Promise<RegistrationRecord[]> {
+    return ((await this.snapshot()).shares ?? []).map((s) => ({ ...s }));
+  }
+
+  putRegistration(record: RegistrationRecord): Promise<void> {
+    return this.change((doc) => {
+      const shares = doc.shares ?? [];
+      const owner = shares.find((s) => s.token === record.token);
+      if (owner && owner.envZId !== record.envZId) {
+        throw new SvcError('share_token_taken', `share token ${record.token} belongs to another environment`, {
+          status: 409,
+        });
+      }
+      doc.shares = [...shares.filter((s) => s.token !== record.token), { ...record }];
+    });
+  }
+
+  deleteRegistration(token: string, envZId: string): Promise<boolean> {
+    return this.change((doc) => {
+      const before = (doc.shares ?? []).length;
+      doc.shares = (doc.shares ?? []).filter((s) => !(s.token === token && s.envZId === envZId));
+      return doc.shares.length !== before;
+    });
+  }
+
+  deleteRegistrationsOf(envZId: string): Promise<string[]> {
+    return this.change((doc) => {
+      const removed = (doc.shares ?? []).filter((s) => s.envZId === envZId).map((s) => s.token);
+      doc.shares = (doc.shares ?? []).filter((s) => s.envZId !== envZId);
+      return removed;
     });
   }
 

@@ -14,6 +14,8 @@ import { openApi } from './openapi.ts';
 import { RemotingHub } from './remoting-hub.ts';
 import { API_PREFIX, createApiServer } from './server.ts';
 import type { ControllerStore } from './store.ts';
+import type { ShareRegistry } from './share-registry.ts';
+import { tunnelOperations, type TunnelOffer } from './tunnel-api.ts';
 
 export interface ControllerOptions {
   readonly settings: ControllerSettings;
@@ -22,6 +24,8 @@ export interface ControllerOptions {
   readonly store?: ControllerStore;
   readonly dataDir?: string;
   readonly logger: Logger;
+  /** The share registry and what agents are told about their tunnel, when a frontend serves tunnels. */
+  readonly tunnel?: { readonly registry: ShareRegistry; readonly offer: TunnelOffer };
 }
 
 export interface RunningController {
@@ -49,7 +53,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
       store,
       logger,
       ...(hub && options.agentController ? { remoting: { hub, identity: options.agentController.identity } } : {}),
+      ...(options.tunnel ? { registry: options.tunnel.registry } : {}),
     }),
+    environmentOperations: tunnelOperations(options.tunnel),
     maxBodyBytes: settings.maxBodyBytes,
     ...(hub ? { hub } : {}),
   });

@@ -22,13 +22,23 @@ export function newSecretToken(prefix: 'svca' | 'svce'): { token: string; id: st
   return { token, id, hash: hashToken(token) };
 }
 
+/**
+ * A new environment token `svcv_<envZId>_<secret>` (`v` for enVironment: `e` is the enrollment's).
+ * Its id is the environment's own id, so the tunnel's credential check is one lookup of the
+ * environment record that keeps the hash.
+ */
+export function newEnvironmentToken(envZId: string): { token: string; hash: string } {
+  const token = `svcv_${envZId}_${randomBytes(32).toString('base64url')}`;
+  return { token, hash: hashToken(token) };
+}
+
 /** SHA-256 (hex) of the whole token: what the store keeps. A 256-bit random secret needs no slow hash. */
 export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 
 /** Splits a presented token; undefined when it does not have the shape of a `prefix` token. */
-export function parseToken(prefix: 'svca' | 'svce', token: string): ParsedToken | undefined {
+export function parseToken(prefix: 'svca' | 'svce' | 'svcv', token: string): ParsedToken | undefined {
   const parts = token.split('_');
   if (parts.length < 3 || parts[0] !== prefix) return undefined;
   const id = parts[1] ?? '';

@@ -9,7 +9,8 @@ import { MEDIA_TYPE } from '../lib/api-client.ts';
 import type { OpenApi } from './openapi.ts';
 import type { RemotingHub } from './remoting-hub.ts';
 import { hashesMatch, parseToken } from './secrets.ts';
-import type { AccountRecord, ControllerStore } from './store.ts';
+import type { AccountRecord, ControllerStore, EnvironmentRecord } from './store.ts';
+import { environmentOfToken, type EnvironmentOperation } from './tunnel-api.ts';
 
 export const API_PREFIX = '/api/v1';
 const OPENAPI_JSON_PATH = `${API_PREFIX}/openapi.json`;
@@ -19,6 +20,8 @@ export interface ApiServerOptions {
   readonly logger: Logger;
   readonly openapi: OpenApi;
   readonly operations: Map<string, Operation>;
+  /** The `/tunnel` operations, authenticated by an environment token (controller/tunnel-api.ts). */
+  readonly environmentOperations?: Map<string, EnvironmentOperation>;
   readonly maxBodyBytes: number;
   readonly hub?: RemotingHub;
 }
@@ -71,7 +74,10 @@ export function createApiServer(options: ApiServerOptions): http.Server {
       return;
     }
     if (answerHealth(req, res, {})) return;
-    const operation = path.startsWith(API_PREFIX) ? options.operations.get(path.slice(API_PREFIX.length)) : undefined;
+    const opName = path.slice(API_PREFIX.length);
+    const operation = path.startsWith(API_PREFIX)
+      ? (options.operations.get(opName) ?? options.environmentOperations?.get(opName))
+      : undefined;
     if (!operation) throw apiError('not_found', `no API operation at ${path}`);
     if (req.method !== 'POST') {
       res.setHeader('allow', 'POST');
@@ -80,8 +86,11 @@ export function createApiServer(options: ApiServerOptions): http.Server {
     if (!isApiMediaType(req.headers['content-type'])) {
       throw apiError('unsupported_media_type', `Content-Type must be ${MEDIA_TYPE}`);
     }
-    const account = await authenticate(req.headers['x-token']);
-    noteAccount(account.id);
+    const caller =
+      'environment' in operation
+        ? await authenticateEnvironment(req.headers['x-token'])
+        : await authenticate(req.headers['x-token']);
+    noteAccount('envZId' in caller ? `environment ${caller.envZId}` : caller.id);
     const text = await readBody(req, res, options.maxBodyBytes);
     let body: unknown;
     try {
@@ -98,8 +107,12 @@ export function createApiServer(options: ApiServerOptions): http.Server {
       const { problems } = checked;
       throw apiError('invalid_request', `invalid request body: ${problems.map(problemText).join('; ')}`, { problems });
     }
+    if ('environment' in operation) {
+      send(res, 200, await operation.handle(caller as EnvironmentRecord, body as Body));
+      return;
+    }
     if (operation.remote && !options.hub) throw notConfigured();
-    send(res, 200, await operation.handle(account, body as Body));
+    send(res, 200, await operation.handle(caller as AccountRecord, body as Body));
   }
 
   async function authenticate(header: string | string[] | undefined): Promise<AccountRecord> {
@@ -109,6 +122,12 @@ export function createApiServer(options: ApiServerOptions): http.Server {
     const account = await options.store.getAccount(parsed.id);
     if (!account || !hashesMatch(parsed.hash, account.tokenHash)) throw refused();
     return account;
+  }
+
+  async function authenticateEnvironment(header: string | string[] | undefined): Promise<EnvironmentRecord> {
+    const env = await environmentOfToken(options.store, typeof header === 'string' ? header : undefined);
+    if (!env) throw apiError('unauthorized', 'X-TOKEN must hold a valid environment token');
+    return env;
   }
 
   server.on('upgrade', (req: IncomingMessage, socket, head: Buffer) => {

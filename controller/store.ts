@@ -13,6 +13,8 @@ export interface EnvironmentRecord {
   readonly accountId: string;
   readonly description: string;
   readonly host: string;
+  /** SHA-256 of the environment token (tunnel credential); absent for environments enabled before tunnels. */
+  readonly tokenHash?: string;
   readonly createdAt: string;
 }
 

@@ -53,6 +53,8 @@ export const API_ERRORS = {
   not_enrolled: 409,
   already_enrolled: 409,
   agent_controller_not_configured: 501,
+  tunnel_not_offered: 501,
+  share_token_taken: 409,
   agent_unreachable: 502,
   agent_timeout: 502,
   agent_refused: 502,
@@ -102,7 +104,11 @@ export type CliErrorCode =
 /** The OAuth frontend's view of an identity provider that failed (sidecar/providers). */
 export type FrontendErrorCode = 'provider_error';
 
+/** A tunnel that cannot take another stream (lib/tunnel/stream-target.ts). */
+export type TunnelErrorCode = 'tunnel_busy' | 'tunnel_closed';
+
 export type ErrorCode =
+  | TunnelErrorCode
   | AgentErrorCode
   | ApiErrorCode
   | ConfigErrorCode

@@ -10,6 +10,7 @@ import { assertNotRunning, startLocalApi } from '../agent/local-api.ts';
 import { loadServeConfig, shareUrl } from './config.ts';
 import { agentExecutor } from '../agent/remoting/executor.ts';
 import { startRemoting } from '../agent/remoting/service.ts';
+import { startTunnelService } from '../agent/tunnel/service.ts';
 
 export interface ServeOptions {
   readonly config?: string;
@@ -101,6 +102,9 @@ export async function startServe(options: ServeOptions, logger: Logger): Promise
     if (controller) cleanups.push(() => controller.close());
     const remoting = startRemoting({ dataDir, executor: agentExecutor(agent), logger });
     cleanups.push(() => remoting.close());
+    // An environment enabled at an installation that offers tunnels publishes through it (docs/design.md).
+    const tunnel = startTunnelService({ dataDir, agent, logger });
+    cleanups.push(() => tunnel.close());
     logger.info(
       {
         dataDir,

@@ -15,6 +15,8 @@ export interface TunnelClientOptions {
   resolve(token: string): TunnelledShare | undefined;
   readonly backoff?: BackoffPolicy;
   readonly pingIntervalMs?: number;
+  /** Called after every (re)connect: the agent reconciles its shares with the registry then. */
+  readonly onConnected?: () => void;
 }
 
 export interface RunningTunnel {
@@ -52,6 +54,7 @@ export function startTunnel(options: TunnelClientOptions): RunningTunnel {
     onConnected: (duplex, socket) => {
       current = socket;
       server.emit('connection', duplex);
+      options.onConnected?.();
     },
   });
   dialer.start();

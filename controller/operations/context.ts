@@ -5,6 +5,7 @@ import type { SvcError } from '../../lib/errors.ts';
 import { apiError } from '../errors.ts';
 import type { RemotingHub } from '../remoting-hub.ts';
 import type { AccountRecord, ControllerStore, EnvironmentRecord } from '../store.ts';
+import type { ShareRegistry } from '../share-registry.ts';
 
 export type Body = Record<string, unknown>;
 
@@ -19,6 +20,8 @@ export interface ApiDependencies {
   readonly logger: Logger;
   /** Present when `agent_controller` is configured. */
   readonly remoting?: { readonly hub: RemotingHub; readonly identity: ControllerIdentity };
+  /** Present when the controller runs with a public frontend for tunnels (the installation). */
+  readonly registry?: ShareRegistry;
 }
 
 export const remote = (handle: Operation['handle']): Operation => ({ remote: true, handle });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { SvcError, errorText } from '../errors.ts';
 import { writeFileAtomic } from '../atomic-file.ts';
 
-const ENVIRONMENT_FILE = 'environment.json';
+export const ENVIRONMENT_FILE = 'environment.json';
 export const ENROLLMENT_FILE = 'agent-enrollment.json';
 
 /** Written by `svc enable` in the agent's data directory (mode 0600): this machine's environment. */
@@ -14,6 +14,11 @@ export interface EnvironmentFile {
   readonly envZId: string;
   /** The account token the environment was enabled with; `svc agent enroll|unenroll` use it. */
   readonly accountToken: string;
+  /**
+   * The environment's own credential (`svcv_…`): opens its tunnel and publishes its shares. Absent
+   * in files written before tunnels existed (`svc disable` and `svc enable` again to get one).
+   */
+  readonly environmentToken?: string;
 }
 
 /** Written by `svc agent enroll` (mode 0600): remote control by one pinned controller. */
@@ -57,7 +62,13 @@ export function readEnvironment(dataDir: string): EnvironmentFile | undefined {
   const doc = readJson(environmentPath(dataDir));
   if (doc === undefined) return undefined;
   const d = (doc ?? {}) as Partial<EnvironmentFile>;
-  if (d.version !== 1 || !isString(d.apiEndpoint) || !isString(d.envZId) || !isString(d.accountToken)) {
+  if (
+    d.version !== 1 ||
+    !isString(d.apiEndpoint) ||
+    !isString(d.envZId) ||
+    !isString(d.accountToken) ||
+    (d.environmentToken !== undefined && !isString(d.environmentToken))
+  ) {
     throw corrupt(environmentPath(dataDir), 'svc enable');
   }
   return d as EnvironmentFile;

@@ -1,0 +1,32 @@
+/** One share published through a tunnel: the share registry's record (controller/share-registry.ts). */
+export interface RegistrationRecord {
+  readonly token: string;
+  readonly envZId: string;
+  readonly accountId: string;
+  readonly shareMode: 'public' | 'private';
+  readonly backendMode: 'proxy' | 'web';
+  readonly oauth?: {
+    readonly provider: string;
+    readonly emailAddressPatterns: readonly string[];
+    readonly checkInterval: string;
+  };
+  readonly createdAt: string;
+}
+
+/**
+ * Where the share registry keeps its records. The embedded controller file store implements it
+ * (`ControllerFileStore`); a Kubernetes-backed one is still to come (docs/controller.md).
+ */
+export interface RegistrationStore {
+  listRegistrations(): Promise<RegistrationRecord[]>;
+  /** Inserts or replaces; fails with `share_token_taken` (409) when another environment owns the token. */
+  putRegistration(record: RegistrationRecord): Promise<void>;
+  /** Removes the token when `envZId` owns it; false otherwise. */
+  deleteRegistration(token: string, envZId: string): Promise<boolean>;
+  /** Removes every registration of the environment; returns their tokens. */
+  deleteRegistrationsOf(envZId: string): Promise<string[]>;
+}
+
+export function isRegistrationStore(store: object): store is RegistrationStore {
+  return 'putRegistration' in store && 'listRegistrations' in store;
+}
