@@ -20,9 +20,17 @@ export function registerControllerCommands(program: Command): void {
     .option('--data-dir <dir>', "state directory (default $SVC_DATA_DIR, the config's data_dir, or ~/.svc)")
     .option('--listen <ip:port>', 'API listen address (overrides controller.listen; default 127.0.0.1:18080)')
     .option('--store <kind>', 'where accounts, environments and enrollments live: file (data dir) or kubernetes')
+    .option('--dev', 'installation only: the bundled development identity provider (never for production)')
     .option('--namespace <ns>', 'with --store kubernetes: namespace of the records (default: the pod namespace)')
     .action(
-      async (opts: { config?: string; dataDir?: string; listen?: string; store?: string; namespace?: string }) => {
+      async (opts: {
+        config?: string;
+        dataDir?: string;
+        listen?: string;
+        store?: string;
+        namespace?: string;
+        dev?: boolean;
+      }) => {
         if (opts.config && servesTunnels(opts.config)) {
           if (opts.store !== undefined && opts.store !== 'file') {
             throw badInput(

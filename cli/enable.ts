@@ -40,7 +40,7 @@ export function registerEnableCommands(program: Command): void {
       writeJsonFile(environmentPath(dataDir), file);
       process.stdout.write(`${envZId}\n`);
       process.stderr.write(
-        `enabled environment ${envZId} at ${apiEndpoint}; a running svc serve publishes its shares through the installation when it offers tunnels; remote control: svc agent enroll\n`,
+        `enabled environment ${envZId} at ${apiEndpoint}; a running svc serve publishes its shares through the installation when it offers tunnels; next: svc agent enroll (remote control)\n`,
       );
     });
 

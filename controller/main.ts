@@ -1,4 +1,6 @@
 import { untilSignal } from '../lib/signals.ts';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { ensureDataDir, resolveDataDir } from '../lib/data-dir.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { closeServer, formatAddress, listen, portOf } from '../lib/listen.ts';
@@ -25,7 +27,12 @@ export interface ControllerOptions {
   readonly dataDir?: string;
   readonly logger: Logger;
   /** The share registry and what agents are told about their tunnel, when a frontend serves tunnels. */
-  readonly tunnel?: { readonly registry: ShareRegistry; readonly offer: TunnelOffer };
+  readonly tunnel?: {
+    readonly registry: ShareRegistry;
+    readonly offer: TunnelOffer;
+    /** The tunnel endpoint also answers on the API listener, so agents need to reach only the API host. */
+    readonly onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+  };
 }
 
 export interface RunningController {
@@ -58,6 +65,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     environmentOperations: tunnelOperations(options.tunnel),
     maxBodyBytes: settings.maxBodyBytes,
     ...(hub ? { hub } : {}),
+    ...(options.tunnel?.onUpgrade ? { onUpgrade: options.tunnel.onUpgrade } : {}),
   });
   await listen(server, settings.listen, 'controller');
   const port = portOf(server);

@@ -1,4 +1,5 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { REMOTING_PATH } from '../lib/remoting/protocol.ts';
 import { errorText, problemText } from '../lib/errors.ts';
 import { answerHealth } from '../lib/health.ts';
@@ -24,6 +25,8 @@ export interface ApiServerOptions {
   readonly environmentOperations?: Map<string, EnvironmentOperation>;
   readonly maxBodyBytes: number;
   readonly hub?: RemotingHub;
+  /** Takes other upgrades on the API listener (the installation's tunnel endpoint); true when it did. */
+  readonly onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 }
 
 /**
@@ -133,6 +136,7 @@ export function createApiServer(options: ApiServerOptions): http.Server {
   server.on('upgrade', (req: IncomingMessage, socket, head: Buffer) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === REMOTING_PATH && options.hub) return options.hub.handleUpgrade(req, socket, head);
+    if (options.onUpgrade?.(req, socket, head)) return;
     const status = path === REMOTING_PATH ? '501 Not Implemented' : '404 Not Found';
     socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
   });

@@ -8,9 +8,9 @@ type Body = Record<string, unknown>;
 
 /** What the installation tells an agent about its tunnel (`/tunnel/info`). */
 export interface TunnelOffer {
-  /** `ws(s)://<frontend>/api/v1/tunnel` */
+  /** Where agents dial their tunnel: a URL, or a path on the API host (`/api/v1/tunnel`). */
   readonly tunnelUrl: string;
-  /** `ws(s)://<frontend>/api/v1/tunnel/access` */
+  /** Where agents dial for private accesses (`/api/v1/tunnel/access`), likewise. */
   readonly accessUrl: string;
   /** The public URL of a share token. */
   shareUrl(token: string): string;

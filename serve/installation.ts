@@ -12,12 +12,15 @@ import { TunnelEndpoint } from '../sidecar/tunnel/endpoint.ts';
 import { LocalTunnels } from '../sidecar/tunnel/locator.ts';
 import { tunnelledShares } from '../sidecar/tunnel/routes.ts';
 import { loadServeConfig, shareUrl } from './config.ts';
+import { startDevLogin } from './dev.ts';
 
 export interface InstallationOptions {
   readonly config: string;
   readonly dataDir?: string;
   /** Overrides `controller.listen`. */
   readonly listen?: string;
+  /** The bundled development identity provider and a ready `oauth` section (never for production). */
+  readonly dev?: boolean;
 }
 
 export interface RunningInstallation {
@@ -41,20 +44,33 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
   const dataDir = resolveDataDir(options.dataDir, config.dataDir);
   const store = new ControllerFileStore(dataDir);
   const limits = DEFAULT_TUNNEL_LIMITS;
-  const registry = await ShareRegistry.open(store, config.oauth?.providers.map((p) => p.name) ?? [], logger);
   const locator = new LocalTunnels(limits.maxTunnelsPerEnvironment);
-  const endpoint = new TunnelEndpoint({ directory: registry, locator, limits, logger });
   const { domain } = config.frontend;
+  const bound: { endpoint?: URL } = {};
+  let oauth = config.oauth;
+  const dev = options.dev
+    ? await startDevLogin(dataDir, config.frontend.listen, domain, () => bound.endpoint)
+    : undefined;
+  if (dev) {
+    if (oauth) throw badInput('--dev brings its own oauth section: remove oauth from the config file or drop --dev');
+    oauth = dev.oauth;
+  }
+  const registry = await ShareRegistry.open(store, oauth?.providers.map((p) => p.name) ?? [], logger);
+  const endpoint = new TunnelEndpoint({ directory: registry, locator, limits, logger });
   const frontend = await startFrontend({
     listen: config.frontend.listen,
-    endpointUrl: config.frontend.endpointUrl ?? ((port) => new URL(`http://${domain}:${port}`)),
+    endpointUrl:
+      config.frontend.endpointUrl && !dev
+        ? config.frontend.endpointUrl
+        : (port) => new URL(`http://${dev ? `auth.${domain}` : domain}:${port}`),
     domain,
-    ...(config.oauth ? { oauth: config.oauth } : {}),
+    ...(oauth ? { oauth } : {}),
     shares: tunnelledShares({ directory: registry, locator, limits, logger }),
     logger,
     onUpgrade: (req, socket, head) => endpoint.handleUpgrade(req, socket, head),
     ...(config.frontend.metricsListen ? { metricsListen: config.frontend.metricsListen } : {}),
   });
+  bound.endpoint = frontend.endpointUrl;
   const base = { protocol: frontend.endpointUrl.protocol, port: frontend.endpointUrl.port };
   let controller: RunningController;
   try {
@@ -65,16 +81,16 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
       logger,
       tunnel: {
         registry,
-        offer: {
-          tunnelUrl: tunnelUrl(frontend.endpointUrl, TUNNEL_PATH),
-          accessUrl: tunnelUrl(frontend.endpointUrl, ACCESS_PATH),
-          shareUrl: (token) => shareUrl(token, domain, base),
-        },
+        // Relative: the agent dials the host it already reaches, the API's. The frontend's endpoint
+        // host accepts tunnels too (for an Ingress that routes only the public host).
+        offer: { tunnelUrl: TUNNEL_PATH, accessUrl: ACCESS_PATH, shareUrl: (token) => shareUrl(token, domain, base) },
+        onUpgrade: (req, socket, head) => endpoint.handleUpgrade(req, socket, head),
       },
     });
   } catch (err) {
     endpoint.close();
     await frontend.close();
+    await dev?.close();
     throw err;
   }
   logger.info({ frontend: frontend.endpointUrl.origin, api: controller.apiUrl }, 'installation ready');
@@ -85,6 +101,7 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
       endpoint.close();
       await frontend.close();
       await controller.close();
+      await dev?.close();
     },
   };
 }
@@ -99,7 +116,7 @@ export async function runInstallation(options: InstallationOptions): Promise<voi
       'svc controller is ready (installation: controller + public frontend for tunnels)',
       `  api:       ${running.controller.apiUrl}`,
       `  frontend:  listening on port ${running.frontend.port}; endpoint ${endpoint.origin}`,
-      `  tunnels:   ${tunnelUrl(endpoint, TUNNEL_PATH)}`,
+      `  tunnels:   ${tunnelUrl(running.controller.apiUrl, TUNNEL_PATH)} and ${tunnelUrl(endpoint, TUNNEL_PATH)}`,
       '',
     ].join('\n'),
   );

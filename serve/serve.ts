@@ -4,7 +4,7 @@ import type { OAuthConfig } from '../lib/config/frontend.ts';
 import { Agent } from '../agent/agent.ts';
 import { formatAddress } from '../lib/listen.ts';
 import { ensureDataDir, resolveDataDir, socketPath } from '../lib/data-dir.ts';
-import { DEV_PROVIDER, devOAuthConfig } from './dev.ts';
+import { startDevLogin } from './dev.ts';
 import { FileStore } from '../agent/file-store.ts';
 import { assertNotRunning, startLocalApi } from '../agent/local-api.ts';
 import { loadServeConfig, shareUrl } from './config.ts';
@@ -56,15 +56,10 @@ export async function startServe(options: ServeOptions, logger: Logger): Promise
     let devLoginUrl: string | undefined;
     const bound: { endpoint?: URL } = {};
     if (options.dev) {
-      const { startDevIdentityProvider } = await import('../sidecar/dev-idp.ts');
-      // The redirect URI names the frontend's port, known once it listens (port 0 is allowed).
-      const idp = await startDevIdentityProvider({
-        port: 0,
-        redirectUris: () => (bound.endpoint ? [new URL(`/${DEV_PROVIDER}/auth/callback`, bound.endpoint).href] : []),
-      });
-      cleanups.push(() => idp.close());
-      oauth = devOAuthConfig(dataDir, listen, domain, idp);
-      devLoginUrl = idp.issuer.href;
+      const dev = await startDevLogin(dataDir, listen, domain, () => bound.endpoint);
+      cleanups.push(() => dev.close());
+      oauth = dev.oauth;
+      devLoginUrl = dev.loginUrl;
     }
 
     const store = new FileStore(dataDir);

@@ -33,7 +33,14 @@ export interface SharePublisher {
 /** Asks the controller whether it offers tunnels: the info, or undefined (`tunnel_not_offered`). */
 export async function fetchTunnelInfo(apiEndpoint: string, token: string): Promise<TunnelInfo | undefined> {
   try {
-    return await callApi<TunnelInfo>(apiEndpoint, '/tunnel/info', token, {});
+    const info = await callApi<TunnelInfo>(apiEndpoint, '/tunnel/info', token, {});
+    // A path means the API host itself; http(s) becomes ws(s).
+    const ws = (u: string) => {
+      const url = new URL(u, apiEndpoint);
+      if (url.protocol === 'https:' || url.protocol === 'http:') url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+      return url.href;
+    };
+    return { ...info, tunnelUrl: ws(info.tunnelUrl), accessUrl: ws(info.accessUrl) };
   } catch (err) {
     if (err instanceof SvcError && err.code === 'tunnel_not_offered') return undefined;
     throw err;

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { operations } from '../../controller/api.ts';
+import { tunnelOperations } from '../../controller/tunnel-api.ts';
 import { ControllerFileStore } from '../../controller/file-store.ts';
 import { OpenApi } from '../../controller/openapi.ts';
 import { problemText, type Result } from '../../lib/errors.ts';
@@ -70,13 +71,14 @@ describe('controller/openapi.yaml', () => {
   it('documents exactly the operations the controller serves, all POST, each with the error responses of its pipeline', () => {
     const served = [
       ...operations({ store: new ControllerFileStore(tempDir('svc-oa-')), logger: createLogger('t') }).keys(),
+      ...tunnelOperations().keys(),
     ];
     expect(Object.keys(doc.paths).sort()).toEqual(served.sort());
     for (const [path, item] of Object.entries(doc.paths)) {
       expect(Object.keys(item), path).toEqual(['post']);
       const statuses = Object.keys(item.post?.responses ?? {});
       expect(statuses, path).toEqual(expect.arrayContaining(['200', '400', '401', '413', '415', '422']));
-      if (path.startsWith('/agent/')) expect(statuses, path).toContain('501');
+      if (path.startsWith('/agent/') || path.startsWith('/tunnel/')) expect(statuses, path).toContain('501');
       for (const [status, response] of Object.entries(item.post?.responses ?? {})) {
         if (status !== '200') expect(response.$ref, `${path} ${status}`).toMatch(/^#\/components\/responses\//);
       }

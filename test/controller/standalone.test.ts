@@ -120,7 +120,7 @@ describe('svc controller and a separately running agent', () => {
       const token = (await svcCli(['admin', 'create', 'account', 'x@example.com', '--data-dir', dir])).stdout.trim();
       const env = await api(url, '/environment/enable', {}, { token });
       expect(env.status).toBe(200);
-      const reply = await api(url, '/agent/status', env.body, { token });
+      const reply = await api(url, '/agent/status', { envZId: (env.body as { envZId: string }).envZId }, { token });
       expect(reply.status).toBe(501);
       expect(reply.body).toMatchObject({ code: 'agent_controller_not_configured' });
       expect((reply.body as { message: string }).message).toContain('svc admin create identity');
