@@ -87,10 +87,7 @@ export function tunnelOperations(tunnel?: {
     [
       '/tunnel/shares/sync',
       op(async (env, body) => {
-        const { published, refused } = await offered().registry.sync(
-          env,
-          body.shares as ShareAnnouncement[],
-        );
+        const { published, refused } = await offered().registry.sync(env, body.shares as ShareAnnouncement[]);
         return { shares: published.map(shareResponse), refused };
       }),
     ],

@@ -37,7 +37,8 @@ export async function fetchTunnelInfo(apiEndpoint: string, token: string): Promi
     // A path means the API host itself; http(s) becomes ws(s).
     const ws = (u: string) => {
       const url = new URL(u, apiEndpoint);
-      if (url.protocol === 'https:' || url.protocol === 'http:') url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+      if (url.protocol === 'https:' || url.protocol === 'http:')
+        url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
       return url.href;
     };
     return { ...info, tunnelUrl: ws(info.tunnelUrl), accessUrl: ws(info.accessUrl) };

@@ -7,7 +7,7 @@ import { OpenApi } from '../../controller/openapi.ts';
 import { ROOT, tempDir } from '../serve/harness.ts';
 
 export { tempDir };
-const NODE = join(ROOT, 'node_modules/.bin/node');
+export const NODE = join(ROOT, 'node_modules/.bin/node');
 const SVC = join(ROOT, 'bin/svc.js');
 
 export interface CliResult {
@@ -19,10 +19,11 @@ export interface CliResult {
 /** Runs `svc <args>` as a real process, writing `input` to its stdin (e.g. the `yes` of enroll). */
 export function svcCli(
   args: readonly string[],
-  options: { input?: string; env?: NodeJS.ProcessEnv } = {},
+  options: { input?: string; env?: NodeJS.ProcessEnv; prefix?: readonly string[] } = {},
 ): Promise<CliResult> {
   return new Promise((done, fail) => {
-    const child = spawn(NODE, [SVC, ...args], {
+    const [command, ...argv] = [...(options.prefix ?? []), NODE, SVC, ...args] as [string, ...string[]];
+    const child = spawn(command, argv, {
       cwd: ROOT,
       env: { ...process.env, SVC_DATA_DIR: '', SVC_API_ENDPOINT: '', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -46,8 +47,14 @@ export interface Process {
 }
 
 /** Starts `svc <args>` (info logs) and waits until stdout shows `ready`. */
-export async function startSvc(args: readonly string[], ready: RegExp): Promise<Process> {
-  const child = spawn(NODE, [SVC, ...args], {
+export async function startSvc(
+  args: readonly string[],
+  ready: RegExp,
+  options: { prefix?: readonly string[] } = {},
+): Promise<Process> {
+  // `prefix` runs the command through another, e.g. `ip netns exec <ns>` (which execs, keeping the pid).
+  const [command, ...argv] = [...(options.prefix ?? []), NODE, SVC, ...args] as [string, ...string[]];
+  const child = spawn(command, argv, {
     cwd: ROOT,
     env: { ...process.env, SVC_DATA_DIR: '', SVC_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
