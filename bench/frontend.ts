@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { devInteractionsLogin } from './lib/dev-login.ts';
+import { barChartSvg } from './lib/chart.ts';
 import type { FixedBackend } from './lib/fixed-backend.ts';
 import { CookieJar, request } from './lib/http.ts';
 import type { FixedRateOptions, FixedRateResult } from './lib/fixed-rate.ts';
@@ -51,6 +52,7 @@ import { fixed, markdownTable, mib, ratio } from './lib/report.ts';
 
 /* The Markdown report of the last run, also printed. */
 const REPORT_FILE = fileURLToPath(new URL('../docs/benchmarks/frontend.md', import.meta.url));
+const CHART_FILE = fileURLToPath(new URL('../docs/benchmarks/frontend.svg', import.meta.url));
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DOMAIN = 'bench.localhost';
@@ -218,7 +220,8 @@ async function main(): Promise<number> {
     const prettier = await import('prettier');
     const style = await prettier.resolveConfig(REPORT_FILE);
     writeFileSync(REPORT_FILE, await prettier.format(report, { ...style, parser: 'markdown' }));
-    process.stderr.write(`written to ${REPORT_FILE}\n`);
+    writeFileSync(CHART_FILE, chart(results, latencies));
+    process.stderr.write(`written to ${REPORT_FILE} and ${CHART_FILE}\n`);
     const bad = [
       ...results.map((r) => ({ name: r.target.name, ...r.load, ok: r.load.requests > 0 })),
       ...latencies.map((l) => ({ name: l.target.name, ...l.result, ok: l.result.completed > 0 })),
@@ -402,6 +405,39 @@ async function measure(s: Settings, target: Target, backend: BenchProcess<FixedB
   };
 }
 
+/** The report's main figures as an SVG bar chart (docs/benchmarks/frontend.svg). */
+function chart(results: Measured[], latencies: Latency[]): string {
+  const proxies = results.filter((r) => r.proxyCpuSeconds !== undefined);
+  return barChartSvg(`Frontend vs peers, one run (${new Date().toISOString().slice(0, 16)} UTC, shared machine)`, [
+    {
+      title: 'Requests/s at saturation (higher is better)',
+      unit: 'req/s',
+      bars: results.map((r) => ({ label: r.target.name, value: r.load.requestsPerSecond })),
+    },
+    {
+      title: 'Proxy CPU per request (lower is better)',
+      unit: 'µs',
+      bars: proxies.map((r) => ({
+        label: r.target.name,
+        value: r.load.requests > 0 ? ((r.proxyCpuSeconds ?? 0) / r.load.requests) * 1e6 : undefined,
+      })),
+    },
+    {
+      title: 'Proxy peak RSS (lower is better)',
+      unit: 'MiB',
+      bars: proxies.map((r) => ({
+        label: r.target.name,
+        value: r.peakRssKiB === undefined ? undefined : r.peakRssKiB / 1024,
+      })),
+    },
+    {
+      title: `p99 latency at a fixed ${latencies[0]?.result.rate ?? '-'} req/s (lower is better)`,
+      unit: 'ms',
+      bars: latencies.map((l) => ({ label: l.target.name, value: l.result.p99Ms })),
+    },
+  ]);
+}
+
 function formatReport(
   s: Settings,
   results: Measured[],
@@ -446,6 +482,8 @@ function formatReport(
     '# Frontend benchmark — last run',
     '',
     'Written by `npm run bench:frontend` (bench/frontend.ts); see docs/benchmarks.md for the method and reading.',
+    '',
+    '![Requests/s, CPU per request, peak RSS and fixed-rate p99 of each configuration](frontend.svg)',
     '',
     `- date: ${new Date().toISOString()}`,
     `- machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB memory, Node ${process.version}`,
