@@ -152,7 +152,7 @@ export class Authenticator {
       sendPage(res, 401, 'Login required', 'Your session has ended. Reload the page to sign in again.');
       return;
     }
-    const login = this.logins.start(provider.name, share.token, req.url ?? '/');
+    const login = this.logins.start(provider.name, share.token, req.url ?? '/', req.headers.cookie);
     try {
       const url = await provider.authorizationUrl({ ...login, redirectUri: this.callbackUri(provider) });
       this.metrics.request('login_redirect');
@@ -176,12 +176,14 @@ export class Authenticator {
       sendPage(res, 404, 'Unknown provider', `No identity provider named ${providerName} is configured.`);
       return;
     }
-    const clear = this.logins.clearCookie();
+    // The login cookie after this callback: once the state is accepted, the other logins still
+    // under way in this browser (other tabs); a refused state leaves the cookie as it was.
+    let loginCookie: string | undefined;
     const url = new URL(req.url ?? '/', this.config.endpointUrl);
     const fail = (status: number, title: string, message: string, result: string): void => {
       this.metrics.logins.inc({ provider: provider.name, result });
       this.log.warn({ provider: provider.name, result, reason: message }, 'login failed');
-      sendPage(res, status, title, message, { 'set-cookie': clear });
+      sendPage(res, status, title, message, loginCookie ? { 'set-cookie': loginCookie } : {});
     };
     const completed = this.logins.complete(
       provider.name,
@@ -192,6 +194,7 @@ export class Authenticator {
       fail(400, 'Login failed', `${completed}. Open the share again to start a new login.`, 'invalid_state');
       return;
     }
+    loginCookie = completed.setCookie;
     const share = this.shares().lookup(completed.state.share);
     if (!share?.oauth || share.oauth.provider !== provider.name) {
       fail(400, 'Login failed', 'The share this login was for no longer uses this identity provider.', 'unknown_share');
@@ -236,7 +239,7 @@ export class Authenticator {
     this.metrics.logins.inc({ provider: provider.name, result: 'success' });
     this.log.info({ provider: provider.name, share: share.token }, 'login succeeded');
     redirect(res, shareUrl(share.token, this.config.cookieDomain, this.config.endpointUrl, completed.state.path), {
-      'set-cookie': [cookie, clear],
+      'set-cookie': [cookie, completed.setCookie],
     });
   }
 

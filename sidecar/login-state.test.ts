@@ -35,6 +35,29 @@ describe('login state', () => {
     );
   });
 
+  it('completes logins of two tabs in either order, each once, and forgets the oldest beyond five', () => {
+    const states = new LoginStates(sealer, 'svc-auth-session', 60_000, { domain: 'example.com', secure: true });
+    const first = states.start('corp', 'abc', '/one');
+    const second = states.start('corp', 'abc', '/two', cookieOf(first.setCookie));
+    const doneSecond = states.complete('corp', second.state, cookieOf(second.setCookie));
+    expect(doneSecond).toMatchObject({ state: { path: '/two' }, codeVerifier: second.codeVerifier });
+    const remaining = cookieOf((doneSecond as { setCookie: string }).setCookie);
+    const doneFirst = states.complete('corp', first.state, remaining);
+    expect(doneFirst).toMatchObject({ state: { path: '/one' }, codeVerifier: first.codeVerifier });
+    expect((doneFirst as { setCookie: string }).setCookie).toMatch(/^svc-auth-session-login=; .*Max-Age=0/);
+    let cookie = cookieOf(first.setCookie);
+    const many = [first];
+    for (let i = 0; i < 5; i++) {
+      const next = states.start('corp', 'abc', `/${i}`, cookie);
+      many.push(next);
+      cookie = cookieOf(next.setCookie);
+    }
+    expect(states.complete('corp', many[0]!.state, cookie)).toBe(
+      'the login was started in another browser or has expired',
+    );
+    expect(states.complete('corp', many[5]!.state, cookie)).toMatchObject({ state: { path: '/4' } });
+  });
+
   it('keeps the PKCE verifier and nonce out of the state parameter', () => {
     const states = new LoginStates(sealer, 'svc-auth-session', 60_000, { domain: 'example.com', secure: false });
     const login = states.start('corp', 'abc', '/');

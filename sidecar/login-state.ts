@@ -17,7 +17,17 @@ interface LoginSecrets {
   readonly id: string;
   readonly nonce: string;
   readonly codeVerifier: string;
+  /** Epoch ms: end of intermediate_lifetime for this login. */
+  readonly expiresAt: number;
 }
+
+/** The login cookie: the logins this browser has under way (one per tab that was sent to a provider). */
+interface PendingLogins {
+  readonly logins: readonly LoginSecrets[];
+}
+
+/** Logins kept under way per browser; a further one drops the oldest (its tab must start again). */
+const MAX_PENDING_LOGINS = 5;
 
 export interface StartedLogin {
   readonly state: string;
@@ -30,13 +40,17 @@ export interface CompletedLogin {
   readonly state: LoginState;
   readonly nonce: string;
   readonly codeVerifier: string;
+  /** Set-Cookie for the login cookie after this login: the other logins still under way, or cleared. */
+  readonly setCookie: string;
 }
 
 /**
  * The intermediate OAuth state, living `intermediate_lifetime`. The sealed `state` parameter names
  * the share and return path; the login cookie binds the flow to the browser that started it (no login
  * fixation through a forwarded callback URL) and holds the PKCE verifier and nonce. Each state is
- * accepted once: a replayed callback is refused even if the cookie was copied.
+ * accepted once: a replayed callback is refused even if the cookie was copied. The cookie holds
+ * every login under way in this browser, so two tabs that were both sent to the provider can both
+ * come back (with one secret per cookie the second tab's login overwrote the first's).
  */
 export class LoginStates {
   readonly cookieName: string;
@@ -60,20 +74,23 @@ export class LoginStates {
     this.clock = clock;
   }
 
-  start(provider: string, share: string, path: string): StartedLogin {
+  start(provider: string, share: string, path: string, cookieHeader?: string): StartedLogin {
     const id = randomBytes(16).toString('base64url');
     const expires = this.clock.now() + this.lifetimeMs;
     const secrets: LoginSecrets = {
       id,
       nonce: randomBytes(16).toString('base64url'),
       codeVerifier: randomBytes(32).toString('base64url'),
+      expiresAt: expires,
     };
     const state = this.sealer.seal('state', { id, provider, share, path } satisfies LoginState, expires);
-    const setCookie = serializeCookie(this.cookieName, this.sealer.seal('login', secrets, expires), {
-      ...this.cookieOptions,
-      maxAgeSeconds: this.lifetimeMs / 1000,
-    });
-    return { state, nonce: secrets.nonce, codeVerifier: secrets.codeVerifier, setCookie };
+    const others = this.pending(cookieHeader).slice(-(MAX_PENDING_LOGINS - 1));
+    return {
+      state,
+      nonce: secrets.nonce,
+      codeVerifier: secrets.codeVerifier,
+      setCookie: this.cookie([...others, secrets]),
+    };
   }
 
   /**
@@ -89,12 +106,35 @@ export class LoginStates {
     const state = this.sealer.open<LoginState>('state', stateParam);
     if (!state) return 'the login state is invalid or expired';
     if (state.provider !== provider) return 'the login state belongs to another provider';
-    const secrets = this.sealer.open<LoginSecrets>('login', parseCookies(cookieHeader).get(this.cookieName));
-    if (!secrets || secrets.id !== state.id) return 'the login was started in another browser or has expired';
+    const pending = this.pending(cookieHeader);
+    const secrets = pending.find((s) => s.id === state.id);
+    if (!secrets) return 'the login was started in another browser or has expired';
     this.prune();
     if (this.used.has(state.id)) return 'the login state was already used';
     this.used.set(state.id, this.clock.now() + this.lifetimeMs);
-    return { state, nonce: secrets.nonce, codeVerifier: secrets.codeVerifier };
+    return {
+      state,
+      nonce: secrets.nonce,
+      codeVerifier: secrets.codeVerifier,
+      setCookie: this.cookie(pending.filter((s) => s.id !== state.id)),
+    };
+  }
+
+  /** The unexpired logins in the request's login cookie (none when it is absent or does not open). */
+  private pending(cookieHeader: string | undefined): LoginSecrets[] {
+    const jar = this.sealer.open<PendingLogins>('login', parseCookies(cookieHeader).get(this.cookieName));
+    if (!jar || !Array.isArray(jar.logins)) return [];
+    const now = this.clock.now();
+    return jar.logins.filter((s) => typeof s.expiresAt === 'number' && s.expiresAt > now);
+  }
+
+  private cookie(logins: readonly LoginSecrets[]): string {
+    if (logins.length === 0) return this.clearCookie();
+    const expires = Math.max(...logins.map((s) => s.expiresAt));
+    return serializeCookie(this.cookieName, this.sealer.seal('login', { logins } satisfies PendingLogins, expires), {
+      ...this.cookieOptions,
+      maxAgeSeconds: (expires - this.clock.now()) / 1000,
+    });
   }
 
   clearCookie(): string {
