@@ -178,12 +178,12 @@ export class Authenticator {
     }
     // The login cookie after this callback: once the state is accepted, the other logins still
     // under way in this browser (other tabs); a refused state leaves the cookie as it was.
-    let loginCookie: string | undefined;
+    const after: { loginCookie?: string } = {};
     const url = new URL(req.url ?? '/', this.config.endpointUrl);
     const fail = (status: number, title: string, message: string, result: string): void => {
       this.metrics.logins.inc({ provider: provider.name, result });
       this.log.warn({ provider: provider.name, result, reason: message }, 'login failed');
-      sendPage(res, status, title, message, loginCookie ? { 'set-cookie': loginCookie } : {});
+      sendPage(res, status, title, message, after.loginCookie ? { 'set-cookie': after.loginCookie } : {});
     };
     const completed = this.logins.complete(
       provider.name,
@@ -194,7 +194,7 @@ export class Authenticator {
       fail(400, 'Login failed', `${completed}. Open the share again to start a new login.`, 'invalid_state');
       return;
     }
-    loginCookie = completed.setCookie;
+    after.loginCookie = completed.setCookie;
     const share = this.shares().lookup(completed.state.share);
     if (!share?.oauth || share.oauth.provider !== provider.name) {
       fail(400, 'Login failed', 'The share this login was for no longer uses this identity provider.', 'unknown_share');

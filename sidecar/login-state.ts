@@ -123,9 +123,9 @@ export class LoginStates {
   /** The unexpired logins in the request's login cookie (none when it is absent or does not open). */
   private pending(cookieHeader: string | undefined): LoginSecrets[] {
     const jar = this.sealer.open<PendingLogins>('login', parseCookies(cookieHeader).get(this.cookieName));
-    if (!jar || !Array.isArray(jar.logins)) return [];
+    const logins: readonly LoginSecrets[] = Array.isArray(jar?.logins) ? jar.logins : [];
     const now = this.clock.now();
-    return jar.logins.filter((s) => typeof s.expiresAt === 'number' && s.expiresAt > now);
+    return logins.filter((s) => typeof s.expiresAt === 'number' && s.expiresAt > now);
   }
 
   private cookie(logins: readonly LoginSecrets[]): string {
