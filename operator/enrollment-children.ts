@@ -9,7 +9,6 @@ import {
   ownerReference,
   type Condition,
   type KubeObject,
-  type Resource,
 } from '../lib/kube/resources.ts';
 
 export interface AgentEnrollmentSpec {
@@ -29,20 +28,6 @@ export interface AgentEnrollment extends KubeObject {
   spec?: AgentEnrollmentSpec;
   status?: AgentEnrollmentStatus;
 }
-
-export const SERVICE_ACCOUNTS: Resource = {
-  group: '',
-  version: 'v1',
-  plural: 'serviceaccounts',
-  kind: 'ServiceAccount',
-};
-export const ROLES: Resource = { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'roles', kind: 'Role' };
-export const ROLE_BINDINGS: Resource = {
-  group: 'rbac.authorization.k8s.io',
-  version: 'v1',
-  plural: 'rolebindings',
-  kind: 'RoleBinding',
-};
 
 /** The environment agent's /healthz and /readyz (ready = connected to the controller). */
 const ENVIRONMENT_AGENT_HEALTH_PORT = 8081;

@@ -8,9 +8,6 @@ import { applyChild } from './apply.ts';
 import type { Caches } from './caches.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
 import {
-  ROLES,
-  ROLE_BINDINGS,
-  SERVICE_ACCOUNTS,
   UNENROLL_FINALIZER,
   controllerFailure,
   desiredEnvironmentAgent,
@@ -29,7 +26,10 @@ import { isNotFound, type KubeClient } from '../lib/kube/client.ts';
 import {
   AGENT_ENROLLMENTS,
   DEPLOYMENTS,
+  ROLES,
+  ROLE_BINDINGS,
   SECRETS,
+  SERVICE_ACCOUNTS,
   objectPath,
   resourcePath,
   splitKey,

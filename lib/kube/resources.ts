@@ -99,20 +99,22 @@ export interface Resource {
   readonly kind: string;
 }
 
-export const SHARES: Resource = { group: 'svc.dev', version: 'v1alpha1', plural: 'shares', kind: 'Share' };
-export const ACCESSES: Resource = { group: 'svc.dev', version: 'v1alpha1', plural: 'accesses', kind: 'Access' };
-export const AGENT_ENROLLMENTS: Resource = {
-  group: 'svc.dev',
-  version: 'v1alpha1',
-  plural: 'agentenrollments',
-  kind: 'AgentEnrollment',
-};
-export const DEPLOYMENTS: Resource = { group: 'apps', version: 'v1', plural: 'deployments', kind: 'Deployment' };
-export const SERVICES: Resource = { group: '', version: 'v1', plural: 'services', kind: 'Service' };
-export const SECRETS: Resource = { group: '', version: 'v1', plural: 'secrets', kind: 'Secret' };
-export const INGRESSES: Resource = { group: 'networking.k8s.io', version: 'v1', plural: 'ingresses', kind: 'Ingress' };
-export const LEASES: Resource = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease' };
-export const EVENTS: Resource = { group: '', version: 'v1', plural: 'events', kind: 'Event' };
+function resource(group: string, version: string, plural: string, kind: string): Resource {
+  return { group, version, plural, kind };
+}
+
+export const SHARES = resource('svc.dev', 'v1alpha1', 'shares', 'Share');
+export const ACCESSES = resource('svc.dev', 'v1alpha1', 'accesses', 'Access');
+export const AGENT_ENROLLMENTS = resource('svc.dev', 'v1alpha1', 'agentenrollments', 'AgentEnrollment');
+export const DEPLOYMENTS = resource('apps', 'v1', 'deployments', 'Deployment');
+export const SERVICES = resource('', 'v1', 'services', 'Service');
+export const SECRETS = resource('', 'v1', 'secrets', 'Secret');
+export const SERVICE_ACCOUNTS = resource('', 'v1', 'serviceaccounts', 'ServiceAccount');
+export const INGRESSES = resource('networking.k8s.io', 'v1', 'ingresses', 'Ingress');
+export const ROLES = resource('rbac.authorization.k8s.io', 'v1', 'roles', 'Role');
+export const ROLE_BINDINGS = resource('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding');
+export const LEASES = resource('coordination.k8s.io', 'v1', 'leases', 'Lease');
+export const EVENTS = resource('', 'v1', 'events', 'Event');
 
 export function apiVersion(r: Resource): string {
   return r.group ? `${r.group}/${r.version}` : r.version;
