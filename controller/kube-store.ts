@@ -88,7 +88,7 @@ export class KubeControllerStore implements ControllerStore {
     const emailName = recordName('account-email', account.email);
     let index: KubeObject;
     try {
-      index = await this.createRecord('account-email', emailName, { accountId: account.id }, {});
+      index = await this.createRecord('account-email', emailName, { accountId: account.id });
     } catch (err) {
       if (!isConflict(err)) throw err;
       // An index whose account was never written (a crash between the two creates) is taken over.
@@ -100,11 +100,11 @@ export class KubeControllerStore implements ControllerStore {
     }
     try {
       await this.createRecord('account', recordName('account', account.id), account, {
-        [ACCOUNT_LABEL]: idPart(account.id),
+        labels: { [ACCOUNT_LABEL]: idPart(account.id) },
+        exists,
       });
     } catch (err) {
       await this.deleteObject(index);
-      if (isConflict(err)) throw exists();
       throw err;
     }
   }
@@ -126,18 +126,11 @@ export class KubeControllerStore implements ControllerStore {
     if (!account || account.record.id !== environment.accountId) {
       throw new SvcError('not_found', `unknown account ${environment.accountId}`, { status: 404 });
     }
-    try {
-      await this.createRecord(
-        'environment',
-        recordName('environment', environment.envZId),
-        environment,
-        { [ACCOUNT_LABEL]: idPart(environment.accountId) },
-        account.object,
-      );
-    } catch (err) {
-      if (isConflict(err)) throw conflict(`environment ${environment.envZId} already exists`);
-      throw err;
-    }
+    await this.createRecord('environment', recordName('environment', environment.envZId), environment, {
+      labels: { [ACCOUNT_LABEL]: idPart(environment.accountId) },
+      owner: account.object,
+      exists: () => conflict(`environment ${environment.envZId} already exists`),
+    });
   }
 
   async getEnvironment(envZId: string): Promise<EnvironmentRecord | undefined> {
@@ -166,18 +159,11 @@ export class KubeControllerStore implements ControllerStore {
     }
     const already = () => conflict(`environment ${enrollment.envZId} is already enrolled`);
     if (await this.getEnrollment(enrollment.id)) throw already();
-    try {
-      await this.createRecord(
-        'enrollment',
-        recordName('enrollment', enrollment.envZId),
-        enrollment,
-        { [ENROLLMENT_ID_LABEL]: idPart(enrollment.id) },
-        environment.object,
-      );
-    } catch (err) {
-      if (isConflict(err)) throw already();
-      throw err;
-    }
+    await this.createRecord('enrollment', recordName('enrollment', enrollment.envZId), enrollment, {
+      labels: { [ENROLLMENT_ID_LABEL]: idPart(enrollment.id) },
+      owner: environment.object,
+      exists: already,
+    });
   }
 
   async getEnrollment(id: string): Promise<EnrollmentRecord | undefined> {
@@ -202,13 +188,17 @@ export class KubeControllerStore implements ControllerStore {
     return Promise.resolve();
   }
 
+  /**
+   * Creates the immutable Secret holding one record, owned by `owner` (so deleting an account or
+   * environment removes what hangs off it); a name already taken throws `exists()` when given.
+   */
   private async createRecord(
     kind: Kind,
     name: string,
     record: object,
-    labels: Record<string, string>,
-    owner?: KubeObject,
+    options: { labels?: Record<string, string>; owner?: KubeObject; exists?: () => SvcError } = {},
   ): Promise<KubeObject> {
+    const { labels, owner, exists } = options;
     const secret: KubeObject = {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -228,10 +218,15 @@ export class KubeControllerStore implements ControllerStore {
       immutable: true,
       data: { [RECORD_KEY]: Buffer.from(JSON.stringify(record), 'utf8').toString('base64') },
     };
-    return (await this.client.request('POST', resourcePath(SECRETS, this.namespace), {
-      query: { fieldManager: CONTROLLER_MANAGER },
-      body: secret,
-    })) as KubeObject;
+    try {
+      return (await this.client.request('POST', resourcePath(SECRETS, this.namespace), {
+        query: { fieldManager: CONTROLLER_MANAGER },
+        body: secret,
+      })) as KubeObject;
+    } catch (err) {
+      if (exists && isConflict(err)) throw exists();
+      throw err;
+    }
   }
 
   private async read<T>(name: string): Promise<Stored<T> | undefined> {

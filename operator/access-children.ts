@@ -1,6 +1,6 @@
 import { problem, type Problem, type Result } from '../lib/errors.ts';
 import { SHARE_TOKEN } from '../lib/share/spec.ts';
-import { agentResources, containerSecurityContext, podSpecBase, tmpMount, tmpVolume } from './pod.ts';
+import { agentResources, containerSecurityContext, podDeployment, tmpMount, tmpVolume } from './pod.ts';
 import {
   ACCESSES,
   ACCESS_LABEL,
@@ -72,47 +72,32 @@ export function desiredAccessChildren(
   const labels = { [MANAGED_BY_LABEL]: MANAGED_BY, [ACCESS_LABEL]: access.name };
   const metadata = { name, namespace: access.namespace, labels, ownerReferences: [ownerReference(ACCESSES, owner)] };
   const target = `http://${shareChildName(share.metadata.name)}.${access.namespace}.svc:80`;
-  const deployment: KubeObject = {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata,
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { [ACCESS_LABEL]: access.name } },
-      template: {
-        metadata: {
-          labels: { ...labels, 'app.kubernetes.io/name': 'svc-access', 'app.kubernetes.io/component': 'access' },
-        },
-        spec: {
-          ...podSpecBase(),
-          containers: [
-            {
-              name: 'agent',
-              image,
-              args: [
-                'agent',
-                'backend',
-                '--backend-mode',
-                'proxy',
-                '--target',
-                target,
-                '--listen',
-                `0.0.0.0:${access.bindPort}`,
-                '--identity-headers',
-                'strip',
-              ],
-              ports: [{ name: 'http', containerPort: access.bindPort, protocol: 'TCP' }],
-              readinessProbe: { tcpSocket: { port: access.bindPort }, periodSeconds: 10 },
-              securityContext: containerSecurityContext,
-              resources: agentResources,
-              volumeMounts: [tmpMount],
-            },
-          ],
-          volumes: [tmpVolume],
-        },
+  const deployment = podDeployment(metadata, { [ACCESS_LABEL]: access.name }, labels, 'access', {
+    containers: [
+      {
+        name: 'agent',
+        image,
+        args: [
+          'agent',
+          'backend',
+          '--backend-mode',
+          'proxy',
+          '--target',
+          target,
+          '--listen',
+          `0.0.0.0:${access.bindPort}`,
+          '--identity-headers',
+          'strip',
+        ],
+        ports: [{ name: 'http', containerPort: access.bindPort, protocol: 'TCP' }],
+        readinessProbe: { tcpSocket: { port: access.bindPort }, periodSeconds: 10 },
+        securityContext: containerSecurityContext,
+        resources: agentResources,
+        volumeMounts: [tmpMount],
       },
-    },
-  };
+    ],
+    volumes: [tmpVolume],
+  });
   const service: KubeObject = {
     apiVersion: 'v1',
     kind: 'Service',

@@ -3,6 +3,7 @@ import type { Logger } from '../lib/logger.ts';
 import { applyChild } from './apply.ts';
 import type { Caches } from './caches.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
+import { ObjectReconciler } from './object-reconciler.ts';
 import type { EventRecorder } from './events.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import {
@@ -23,7 +24,7 @@ import {
   validateAccess,
 } from './access-children.ts';
 import { deriveToken } from '../lib/token.ts';
-import { StatusReporter, createdSuffix } from './status.ts';
+import { createdSuffix } from './status.ts';
 import type { Change, Watches } from './watches.ts';
 
 export interface AccessReconcilerDeps {
@@ -39,19 +40,18 @@ export interface AccessReconcilerDeps {
  * same namespace (found by its token). A missing or public share is `Ready=False` with a reason; the
  * Share watch wakes the Access when that changes, so there is no polling.
  */
-export class AccessReconciler implements Reconciler {
-  readonly kind = 'Access';
+export class AccessReconciler
+  extends ObjectReconciler<AccessReconcilerDeps, Access, Pick<AccessStatus, 'frontendToken' | 'endpoint'>>
+  implements Reconciler
+{
   readonly watches: Watches;
-  private readonly deps: AccessReconcilerDeps;
-  private readonly report: StatusReporter<Access, Pick<AccessStatus, 'frontendToken' | 'endpoint'>>;
 
   constructor(deps: AccessReconcilerDeps) {
-    this.deps = deps;
-    this.report = new StatusReporter(deps, ACCESSES, 'access');
+    super(deps, ACCESSES, 'access');
     const { accesses, shares, deployments, services } = deps.caches;
     this.watches = {
       for: accesses,
-      owns: { ownerKind: ACCESSES.kind, sources: [deployments, services] },
+      owns: [deployments, services],
       watches: [{ source: shares, map: (change) => this.accessesOf(change) }],
     };
   }

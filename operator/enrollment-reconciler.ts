@@ -7,6 +7,7 @@ import type { Logger } from '../lib/logger.ts';
 import { applyChild } from './apply.ts';
 import type { Caches } from './caches.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
+import { ObjectReconciler } from './object-reconciler.ts';
 import {
   UNENROLL_FINALIZER,
   controllerFailure,
@@ -35,7 +36,7 @@ import {
   splitKey,
   type KubeObject,
 } from '../lib/kube/resources.ts';
-import { StatusReporter, deploymentAvailable } from './status.ts';
+import { deploymentAvailable } from './status.ts';
 import type { Watches } from './watches.ts';
 
 export interface EnrollmentReconcilerDeps {
@@ -68,21 +69,24 @@ const VERIFY_MS = 5 * 60_000;
  * never enables a second environment. An enrollment whose token was lost (a crash between enroll
  * and the write) is replaced: unenroll, enroll again.
  */
-export class EnrollmentReconciler implements Reconciler {
-  readonly kind = 'AgentEnrollment';
+export class EnrollmentReconciler
+  extends ObjectReconciler<
+    EnrollmentReconcilerDeps,
+    AgentEnrollment,
+    Pick<AgentEnrollmentStatus, 'envZId' | 'enrolled'>
+  >
+  implements Reconciler
+{
   readonly watches: Watches;
-  private readonly deps: EnrollmentReconcilerDeps;
   private readonly api: typeof callApi;
-  private readonly report: StatusReporter<AgentEnrollment, Pick<AgentEnrollmentStatus, 'envZId' | 'enrolled'>>;
 
   constructor(deps: EnrollmentReconcilerDeps) {
-    this.deps = deps;
+    super(deps, AGENT_ENROLLMENTS, 'enrollment');
     this.api = deps.callApi ?? callApi;
-    this.report = new StatusReporter(deps, AGENT_ENROLLMENTS, 'enrollment');
     const { enrollments, deployments, secrets } = deps.caches;
     this.watches = {
       for: enrollments,
-      owns: { ownerKind: AGENT_ENROLLMENTS.kind, sources: [deployments, secrets] },
+      owns: [deployments, secrets],
     };
   }
 

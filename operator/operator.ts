@@ -81,7 +81,7 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
   const controllers = reconcilers.map((reconciler) => {
     const concurrency = reconciler.concurrency ?? options.concurrency;
     const controller = new Controller(reconciler, { metrics, logger, concurrency, backoff });
-    wireWatches(reconciler.watches, controller);
+    wireWatches(reconciler, controller);
     return controller;
   });
 

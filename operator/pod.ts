@@ -3,6 +3,7 @@
  * subcommand in `args`; the image's entrypoint is `svc`), non-root, read-only root filesystem, no
  * privilege escalation, no capabilities, no service-account token (the agents never call the API).
  */
+import type { KubeObject } from '../lib/kube/resources.ts';
 
 export const AGENT_PORT = 9000;
 export const FRONTEND_PORT = 8080;
@@ -29,10 +30,38 @@ export const tmpMount = { name: 'tmp', mountPath: '/tmp' };
 
 export const agentResources = { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '256Mi' } };
 
-export function podSpecBase(): Record<string, unknown> {
+function podSpecBase(): Record<string, unknown> {
   return {
     automountServiceAccountToken: false,
     enableServiceLinks: false,
     securityContext: podSecurityContext,
+  };
+}
+
+/**
+ * A one-replica Deployment of a share or access pod: selected by `selector` (the owner's label),
+ * its pod labelled with `labels` plus the app name and component (`svc-share`/`share`, …).
+ */
+export function podDeployment(
+  metadata: KubeObject['metadata'],
+  selector: Record<string, string>,
+  labels: Record<string, string>,
+  component: string,
+  podSpec: Record<string, unknown>,
+): KubeObject {
+  const podLabels = {
+    ...labels,
+    'app.kubernetes.io/name': `svc-${component}`,
+    'app.kubernetes.io/component': component,
+  };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata,
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: selector },
+      template: { metadata: { labels: podLabels }, spec: { ...podSpecBase(), ...podSpec } },
+    },
   };
 }

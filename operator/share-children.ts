@@ -16,7 +16,7 @@ import {
   WEB_ROOT,
   agentResources,
   containerSecurityContext,
-  podSpecBase,
+  podDeployment,
   tmpMount,
   tmpVolume,
 } from './pod.ts';
@@ -254,21 +254,10 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
       volumeMounts: [tmpMount, { name: 'frontend-config', mountPath: FRONTEND_CONFIG_DIR, readOnly: true }],
     });
   }
-  const deployment: KubeObject = {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: metadata(name),
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { [SHARE_LABEL]: share.name } },
-      template: {
-        metadata: {
-          labels: { ...labels, 'app.kubernetes.io/name': 'svc-share', 'app.kubernetes.io/component': 'share' },
-        },
-        spec: { ...podSpecBase(), containers, volumes },
-      },
-    },
-  };
+  const deployment = podDeployment(metadata(name), { [SHARE_LABEL]: share.name }, labels, 'share', {
+    containers,
+    volumes,
+  });
   const service: KubeObject = {
     apiVersion: 'v1',
     kind: 'Service',

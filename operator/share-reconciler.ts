@@ -5,6 +5,7 @@ import type { Logger } from '../lib/logger.ts';
 import { applyChild, deleteChild, type ApplyOutcome } from './apply.ts';
 import type { Caches } from './caches.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
+import { ObjectReconciler } from './object-reconciler.ts';
 import type { EventRecorder } from './events.ts';
 import { frontendEndpoint } from './installation.ts';
 import type { InstallationView } from './installation-state.ts';
@@ -23,7 +24,7 @@ import {
   type ShareStatus,
 } from '../lib/kube/resources.ts';
 import { childName, desiredShareChildren, frontendSecretName, validateShare } from './share-children.ts';
-import { StatusReporter, createdSuffix, deploymentAvailable } from './status.ts';
+import { createdSuffix, deploymentAvailable } from './status.ts';
 import type { Change, Watches } from './watches.ts';
 
 export interface ShareReconcilerDeps {
@@ -43,19 +44,18 @@ export interface ShareReconcilerDeps {
  * every child carries a controller ownerReference, so the garbage collector removes them with the
  * Share. `Ready` means the children are applied; `Available` mirrors the Deployment's.
  */
-export class ShareReconciler implements Reconciler {
-  readonly kind = 'Share';
+export class ShareReconciler
+  extends ObjectReconciler<ShareReconcilerDeps, Share, Pick<ShareStatus, 'token' | 'frontendEndpoints'>>
+  implements Reconciler
+{
   readonly watches: Watches;
-  private readonly deps: ShareReconcilerDeps;
-  private readonly report: StatusReporter<Share, Pick<ShareStatus, 'token' | 'frontendEndpoints'>>;
 
   constructor(deps: ShareReconcilerDeps) {
-    this.deps = deps;
-    this.report = new StatusReporter(deps, SHARES, 'share');
+    super(deps, SHARES, 'share');
     const { shares, deployments, services, ingresses, secrets, frontendSecret } = deps.caches;
     this.watches = {
       for: shares,
-      owns: { ownerKind: SHARES.kind, sources: [deployments, services, ingresses, secrets] },
+      owns: [deployments, services, ingresses, secrets],
       watches: [
         // A deleted Share frees its token: a Share refused it (TokenConflict) may take it now.
         { source: shares, map: (change) => this.sharingToken(change) },

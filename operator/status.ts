@@ -13,7 +13,7 @@ export interface StatusReporterDeps {
   readonly logger: Logger;
 }
 
-type WithStatus = KubeObject & { status?: { conditions?: Condition[] } };
+export type WithStatus = KubeObject & { status?: { conditions?: Condition[] } };
 
 /**
  * Writes one kind's status the same way for every reconciler: `Ready` plus the kind's own fields,

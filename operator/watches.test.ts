@@ -55,7 +55,7 @@ describe('wireWatches', () => {
   it('For: enqueues the object on add and on an update that needs a reconcile, never on delete', () => {
     const primary = new Source();
     const queue = recorder();
-    wireWatches({ for: primary }, queue);
+    wireWatches({ kind: 'Share', watches: { for: primary } }, queue);
     const reconciled = { metadata: meta('a', { generation: 2 }), status: { observedGeneration: 2 } };
     primary.add(reconciled);
     primary.update(reconciled, { ...reconciled, metadata: { ...reconciled.metadata, resourceVersion: '2' } });
@@ -64,10 +64,10 @@ describe('wireWatches', () => {
     expect(queue.keys).toEqual(['ns/a', 'ns/a']);
   });
 
-  it('Owns: a child wakes the owner its controller reference names, of the owner kind only', () => {
+  it("Owns: a child wakes the owner its controller reference names, of the reconciler's kind only", () => {
     const children = new Source();
     const queue = recorder();
-    wireWatches({ owns: { ownerKind: 'Share', sources: [children] } }, queue);
+    wireWatches({ kind: 'Share', watches: { owns: [children] } }, queue);
     const ref = (kind: string, controller = true) => ({ apiVersion: 'v', kind, name: 'owner', uid: 'u', controller });
     children.add({ metadata: meta('c1', { ownerReferences: [ref('Share')] }) });
     children.delete({ metadata: meta('c2', { ownerReferences: [ref('Access')] }) });
@@ -81,10 +81,13 @@ describe('wireWatches', () => {
     const queue = recorder();
     wireWatches(
       {
-        watches: [
-          { source: other, map: (c) => [`${c.type}:${c.object.metadata.name}`] },
-          { source: other, map: () => ['later'], delayMs: 500 },
-        ],
+        kind: 'Share',
+        watches: {
+          watches: [
+            { source: other, map: (c) => [`${c.type}:${c.object.metadata.name}`] },
+            { source: other, map: () => ['later'], delayMs: 500 },
+          ],
+        },
       },
       queue,
     );
@@ -154,16 +157,15 @@ describe("the reconcilers' declared watches", () => {
       enrollment: recorder(),
     };
     wireWatches(
-      new ShareReconciler({ ...deps, installation, domain: 'd', ingress: { annotations: {} } }).watches,
+      new ShareReconciler({ ...deps, installation, domain: 'd', ingress: { annotations: {} } }),
       queues.share,
     );
-    wireWatches(new AccessReconciler(deps).watches, queues.access);
+    wireWatches(new AccessReconciler(deps), queues.access);
     wireWatches(
-      new AuthConfigReconciler({ client, caches, installation, logger, secret: { namespace: 'sys', name: 'a' } })
-        .watches,
+      new AuthConfigReconciler({ client, caches, installation, logger, secret: { namespace: 'sys', name: 'a' } }),
       queues.auth,
     );
-    wireWatches(new EnrollmentReconciler(deps).watches, queues.enrollment);
+    wireWatches(new EnrollmentReconciler(deps), queues.enrollment);
     const informers = Object.values(live).map((l) => l.informer);
     for (const i of informers) i.start();
     const started = Date.now();

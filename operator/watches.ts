@@ -27,14 +27,14 @@ export interface Watch<T extends KubeObject = KubeObject> {
  *   enqueues its own key; every object is enqueued when this replica starts leading. Deletions are
  *   not enqueued: an object without a finalizer needs nothing once gone (its children carry
  *   ownerReferences), and one with a finalizer is updated with a deletionTimestamp first.
- * - `owns`: child kinds; a change of a child wakes the object of kind `ownerKind` named by the
+ * - `owns`: child kinds; a change of a child wakes the object of the reconciler's kind named by the
  *   child's controller ownerReference.
  * - `watches`: other kinds, each with a function mapping a change to the keys to reconcile.
  * - `keys`: fixed keys enqueued when this replica starts leading (a singleton reconciler's key).
  */
 export interface Watches {
   readonly for?: WatchSource;
-  readonly owns?: { readonly ownerKind: string; readonly sources: readonly WatchSource[] };
+  readonly owns?: readonly WatchSource[];
   readonly watches?: readonly Watch[];
   readonly keys?: readonly string[];
 }
@@ -46,10 +46,11 @@ export interface Enqueue {
 }
 
 /**
- * Registers the handlers that turn `watches` into keys for `queue`. Level-based: the change only
- * decides which keys to look at, never what the reconciler does with them.
+ * Registers the handlers that turn a reconciler's `watches` into keys for `queue`. Level-based:
+ * the change only decides which keys to look at, never what the reconciler does with them.
  */
-export function wireWatches(watches: Watches, queue: Enqueue): void {
+export function wireWatches(reconciler: { readonly kind: string; readonly watches: Watches }, queue: Enqueue): void {
+  const { kind, watches } = reconciler;
   if (watches.for) {
     watches.for.on({
       onAdd: (obj) => queue.add(objectKey(obj)),
@@ -58,15 +59,12 @@ export function wireWatches(watches: Watches, queue: Enqueue): void {
       },
     });
   }
-  if (watches.owns) {
-    const { ownerKind, sources } = watches.owns;
-    const toOwner = (child: KubeObject): void => {
-      const owner = ownedBy(child, ownerKind);
-      if (owner) queue.add(owner);
-    };
-    for (const source of sources) {
-      source.on({ onAdd: toOwner, onUpdate: (_old, child) => toOwner(child), onDelete: toOwner });
-    }
+  const toOwner = (child: KubeObject): void => {
+    const owner = ownedBy(child, kind);
+    if (owner) queue.add(owner);
+  };
+  for (const source of watches.owns ?? []) {
+    source.on({ onAdd: toOwner, onUpdate: (_old, child) => toOwner(child), onDelete: toOwner });
   }
   for (const watch of watches.watches ?? []) {
     const enqueue = (change: Change): void => {

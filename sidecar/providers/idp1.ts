@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { Idp1Config } from '../../lib/config/providers.ts';
 import { ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
-import { callbackCode, exchangeCode, form, providerRequest } from './http.ts';
+import { form, providerRequest } from './http.ts';
+import { exchangePkceCode, pkceAuthorizationUrl } from './pkce-code-flow.ts';
 
 /**
  * idp1: the web-search company's OAuth 2.0 provider. Authorization code flow with PKCE against its
@@ -16,29 +16,16 @@ export function idp1Provider(config: Idp1Config): Provider {
     type: 'idp1',
     ready: () => Promise.resolve(),
     authorizationUrl(request) {
-      const url = new URL(endpoints.authorize_url);
-      url.search = form({
-        client_id: config.clientId,
-        redirect_uri: request.redirectUri,
-        response_type: 'code',
-        scope: config.scopes.join(' '),
-        state: request.state,
-        ...(config.scopes.includes('openid') ? { nonce: request.nonce } : {}),
-        code_challenge: pkceChallenge(request.codeVerifier),
-        code_challenge_method: 'S256',
-        access_type: 'online',
-      });
-      return Promise.resolve(url);
+      return Promise.resolve(
+        pkceAuthorizationUrl(config, request, {
+          response_type: 'code',
+          ...(config.scopes.includes('openid') ? { nonce: request.nonce } : {}),
+          access_type: 'online',
+        }),
+      );
     },
     async completeLogin(input: CallbackInput) {
-      const accessToken = await exchangeCode(name, endpoints.token_url, {
-        grant_type: 'authorization_code',
-        code: callbackCode(name, input),
-        redirect_uri: input.redirectUri,
-        client_id: config.clientId,
-        client_secret: config.clientSecret,
-        code_verifier: input.codeVerifier,
-      });
+      const accessToken = await exchangePkceCode(config, input, { grant_type: 'authorization_code' });
       const info = await providerRequest(name, 'user info', endpoints.user_info_url, {
         method: 'GET',
         headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
@@ -66,8 +53,4 @@ export function idp1Provider(config: Idp1Config): Provider {
     },
     loginPageUrl: () => endpoints.login_url,
   };
-}
-
-export function pkceChallenge(verifier: string): string {
-  return createHash('sha256').update(verifier).digest('base64url');
 }

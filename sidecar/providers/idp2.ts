@@ -1,7 +1,7 @@
 import type { Idp2Config } from '../../lib/config/providers.ts';
 import { ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
-import { callbackCode, exchangeCode, form, providerRequest } from './http.ts';
-import { pkceChallenge } from './idp1.ts';
+import { providerRequest } from './http.ts';
+import { exchangePkceCode, pkceAuthorizationUrl } from './pkce-code-flow.ts';
 
 interface EmailEntry {
   email?: unknown;
@@ -23,26 +23,10 @@ export function idp2Provider(config: Idp2Config): Provider {
     type: 'idp2',
     ready: () => Promise.resolve(),
     authorizationUrl(request) {
-      const url = new URL(endpoints.authorize_url);
-      url.search = form({
-        client_id: config.clientId,
-        redirect_uri: request.redirectUri,
-        scope: config.scopes.join(' '),
-        state: request.state,
-        code_challenge: pkceChallenge(request.codeVerifier),
-        code_challenge_method: 'S256',
-        allow_signup: 'false',
-      });
-      return Promise.resolve(url);
+      return Promise.resolve(pkceAuthorizationUrl(config, request, { allow_signup: 'false' }));
     },
     async completeLogin(input: CallbackInput) {
-      const accessToken = await exchangeCode(name, endpoints.token_url, {
-        client_id: config.clientId,
-        client_secret: config.clientSecret,
-        code: callbackCode(name, input),
-        redirect_uri: input.redirectUri,
-        code_verifier: input.codeVerifier,
-      });
+      const accessToken = await exchangePkceCode(config, input);
       const emails = await providerRequest(name, 'email lookup', api('/user/emails'), {
         method: 'GET',
         headers: {
