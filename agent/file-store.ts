@@ -64,7 +64,8 @@ export class FileStore implements AgentStore {
     if (this.doc.accesses.some((a) => a.token === access.token)) {
       return Promise.reject(new SvcError('conflict', `access token ${access.token} already exists`, { status: 409 }));
     }
-    if (!this.doc.shares.some((s) => s.token === access.shareToken)) {
+    // A remote access's share lives on another machine of the account (the installation checked it).
+    if (!access.remote && !this.doc.shares.some((s) => s.token === access.shareToken)) {
       return Promise.reject(new SvcError('not_found', `unknown share token ${access.shareToken}`, { status: 404 }));
     }
     return this.commit({ ...this.doc, accesses: [...this.doc.accesses, { ...access }] });

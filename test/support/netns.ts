@@ -57,10 +57,6 @@ export function removeLeftovers(): void {
   }
 }
 
-export function canCreateNamespaces(): boolean {
-  return process.getuid?.() === 0;
-}
-
 /** Creates the bridge and one namespace per machine name. Undo with `remove()` (also on failure). */
 export function createLab(machineNames: readonly string[]): NetnsLab {
   removeLeftovers();
