@@ -213,37 +213,23 @@ export class Agent {
           'not_private',
         );
       }
-      const listener = await this.startAccess(share, bind ?? '127.0.0.1:0');
-      const record: AccessRecord = {
-        token: this.freshToken(),
-        shareToken,
-        bindAddress: formatAddress(listener),
-        createdAt: new Date().toISOString(),
-      };
-      try {
-        await this.options.store.createAccess(record);
-      } catch (err) {
-        await listener.close();
-        throw err;
-      }
-      this.accesses.set(record.token, { record, listener });
-      this.options.logger.info(
-        { access: record.token, share: shareToken, bindAddress: record.bindAddress },
-        'access created',
-      );
-      return accessEntry(record);
+      return this.keepAccess(shareToken, await this.startAccess(share, bind ?? '127.0.0.1:0'), false);
     });
   }
 
   /** An access to a private share of another machine of the account, through the installation. */
   private async remoteAccess(shareToken: string, bind: string | undefined): Promise<AccessEntry> {
     await (this.publisher as SharePublisher).lookupPrivate(shareToken);
-    const listener = await this.startRemoteAccess(shareToken, bind ?? '127.0.0.1:0');
+    return this.keepAccess(shareToken, await this.startRemoteAccess(shareToken, bind ?? '127.0.0.1:0'), true);
+  }
+
+  /** Records a started access listener in the store (closing it when that fails) and in the live table. */
+  private async keepAccess(shareToken: string, listener: RunningListener, remote: boolean): Promise<AccessEntry> {
     const record: AccessRecord = {
       token: this.freshToken(),
       shareToken,
       bindAddress: formatAddress(listener),
-      remote: true,
+      ...(remote ? { remote: true } : {}),
       createdAt: new Date().toISOString(),
     };
     try {
@@ -255,7 +241,7 @@ export class Agent {
     this.accesses.set(record.token, { record, listener });
     this.options.logger.info(
       { access: record.token, share: shareToken, bindAddress: record.bindAddress },
-      'access created (through the installation)',
+      remote ? 'access created (through the installation)' : 'access created',
     );
     return accessEntry(record);
   }

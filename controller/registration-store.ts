@@ -1,17 +1,7 @@
+import type { PublishedShare } from '../lib/tunnel/directory.ts';
+
 /** One share published through a tunnel: the share registry's record (controller/share-registry.ts). */
-export interface RegistrationRecord {
-  readonly token: string;
-  readonly envZId: string;
-  readonly accountId: string;
-  readonly shareMode: 'public' | 'private';
-  readonly backendMode: 'proxy' | 'web';
-  readonly oauth?: {
-    readonly provider: string;
-    readonly emailAddressPatterns: readonly string[];
-    readonly checkInterval: string;
-  };
-  readonly createdAt: string;
-}
+export type RegistrationRecord = PublishedShare & { readonly createdAt: string };
 
 /**
  * Where the share registry keeps its records. The embedded controller file store implements it
