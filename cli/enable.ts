@@ -5,6 +5,7 @@ import { environmentPath, readEnrollment, readEnvironment, removeFile, writeJson
 import type { EnvironmentFile } from '../lib/remoting/files.ts';
 import { callApi, resolveApiEndpoint } from '../lib/api-client.ts';
 import { SvcError } from '../lib/errors.ts';
+import { AGENT_DATA_DIR_OPTION, requireEnvironment } from './agent-files.ts';
 
 /**
  * `svc enable <account_token> [--api-endpoint URL]`: creates an environment for the account at the
@@ -18,7 +19,7 @@ export function registerEnableCommands(program: Command): void {
     .argument('<account_token>', 'account token (from svc admin create account)')
     .option('--api-endpoint <url>', 'controller base URL (default $SVC_API_ENDPOINT or http://127.0.0.1:18080)')
     .option('-d, --description <text>', 'description of this environment', '')
-    .option('--data-dir <dir>', "the agent's data directory (default $SVC_DATA_DIR or ~/.svc)")
+    .option(...AGENT_DATA_DIR_OPTION)
     .action(async (accountToken: string, opts: { apiEndpoint?: string; description: string; dataDir?: string }) => {
       const dataDir = resolveDataDir(opts.dataDir);
       const existing = readEnvironment(dataDir);
@@ -47,11 +48,10 @@ export function registerEnableCommands(program: Command): void {
   program
     .command('disable')
     .description('delete this environment at the controller (and its enrollment) and forget it locally')
-    .option('--data-dir <dir>', "the agent's data directory (default $SVC_DATA_DIR or ~/.svc)")
+    .option(...AGENT_DATA_DIR_OPTION)
     .action(async (opts: { dataDir?: string }) => {
       const dataDir = resolveDataDir(opts.dataDir);
-      const env = readEnvironment(dataDir);
-      if (!env) throw new SvcError('not_enabled', `this agent is not enabled (no ${environmentPath(dataDir)})`);
+      const env = requireEnvironment(dataDir);
       if (readEnrollment(dataDir)) {
         throw new SvcError('enrolled', 'this agent is enrolled: run svc agent unenroll first');
       }

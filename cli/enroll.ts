@@ -4,7 +4,6 @@ import { redactedToken } from '../agent/remoting/client.ts';
 import { resolveDataDir } from '../lib/data-dir.ts';
 import {
   enrollmentPath,
-  environmentPath,
   readEnrollment,
   readEnvironment,
   removeFile,
@@ -13,6 +12,7 @@ import {
 } from '../lib/remoting/files.ts';
 import { callApi } from '../lib/api-client.ts';
 import { SvcError } from '../lib/errors.ts';
+import { AGENT_DATA_DIR_OPTION, requireEnrollment, requireEnvironment } from './agent-files.ts';
 import { subcommand } from './local.ts';
 
 interface EnrollResponse {
@@ -34,16 +34,10 @@ export function registerEnrollCommands(program: Command): void {
     .command('enroll')
     .description('enroll this agent for remote control by the controller it was enabled with (asks for yes)')
     .option('-y, --yes', 'do not ask for confirmation (scripts)')
-    .option('--data-dir <dir>', "the agent's data directory (default $SVC_DATA_DIR or ~/.svc)")
+    .option(...AGENT_DATA_DIR_OPTION)
     .action(async (opts: { yes?: boolean; dataDir?: string }) => {
       const dataDir = resolveDataDir(opts.dataDir);
-      const env = readEnvironment(dataDir);
-      if (!env) {
-        throw new SvcError(
-          'not_enabled',
-          `this agent is not enabled (no ${environmentPath(dataDir)}): run svc enable <account_token> first`,
-        );
-      }
+      const env = requireEnvironment(dataDir, ': run svc enable <account_token> first');
       const existing = readEnrollment(dataDir);
       if (existing) {
         throw new SvcError(
@@ -79,11 +73,10 @@ export function registerEnrollCommands(program: Command): void {
   agent
     .command('unenroll')
     .description('remove remote control of this agent (at the controller and locally)')
-    .option('--data-dir <dir>', "the agent's data directory (default $SVC_DATA_DIR or ~/.svc)")
+    .option(...AGENT_DATA_DIR_OPTION)
     .action(async (opts: { dataDir?: string }) => {
       const dataDir = resolveDataDir(opts.dataDir);
-      const enrollment = readEnrollment(dataDir);
-      if (!enrollment) throw new SvcError('not_enrolled', `this agent is not enrolled (no ${enrollmentPath(dataDir)})`);
+      const enrollment = requireEnrollment(dataDir);
       const env = readEnvironment(dataDir);
       if (env) {
         try {
