@@ -34,6 +34,7 @@ export function startTunnelService(options: { dataDir: string; agent: Agent; log
   const { dataDir, agent, logger } = options;
   let current: Current | undefined;
   let chain: Promise<void> = Promise.resolve();
+  let warnedNoToken = false;
 
   const stop = async () => {
     if (!current) return;
@@ -105,7 +106,8 @@ export function startTunnelService(options: { dataDir: string; agent: Agent; log
         logger.error({ err: errorText(err) }, 'tunnel: cannot read the environment file');
       }
       const token = env?.environmentToken;
-      if (env && !token) {
+      if (env && !token && !warnedNoToken) {
+        warnedNoToken = true;
         logger.warn(
           'tunnel: this environment was enabled before tunnels existed; run svc disable and svc enable to publish through the installation',
         );

@@ -80,6 +80,13 @@ export function storeContract(
       expect(await store.listAccesses()).toEqual([]);
     });
 
+    it('keeps a remote access (its share is on another machine of the account) across a reopen', async () => {
+      const { store, reopen } = await open();
+      const remote: AccessRecord = { ...access('acc6', 'elsewhere123'), remote: true };
+      await store.createAccess(remote);
+      expect(await (await reopen()).listAccesses()).toEqual([remote]);
+    });
+
     it('keeps everything across a reopen', async () => {
       const { store, reopen } = await open();
       await store.createShare(share('gggggggggggg', { shareMode: 'private' }));
