@@ -14,6 +14,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# ip netns: the tunnel's end-to-end test runs the laptop in its own network namespace
+[ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
 [ -x /usr/bin/containerd ] || missing+=(containerd)
 [ -x /usr/sbin/runc ] || missing+=(runc)
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
