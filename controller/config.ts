@@ -44,7 +44,7 @@ export interface ControllerFlags {
 export type StoreChoice = { readonly kind: 'file' } | { readonly kind: 'kubernetes'; readonly namespace: string };
 
 export const DEFAULT_CONTROLLER_LISTEN: ListenAddress = { host: '127.0.0.1', port: 18080 };
-export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
+const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
 export const DEFAULT_AGENT_TIMEOUT_MS = 30_000;
 const CONTROLLER_KEYS = ['listen', 'max_body_bytes', 'agent_timeout'];
 const AGENT_CONTROLLER_KEYS = ['z_id', 'identity_path'];
@@ -118,7 +118,7 @@ export function readStoreFlags(
 }
 
 /** The namespace of the pod this process runs in (`POD_NAMESPACE`, else the service-account mount). */
-export function podNamespace(): string | undefined {
+function podNamespace(): string | undefined {
   if (process.env.POD_NAMESPACE) return process.env.POD_NAMESPACE;
   try {
     return readFileSync('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').trim() || undefined;

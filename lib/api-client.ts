@@ -4,7 +4,7 @@ import { SvcError, errorText } from './errors.ts';
 /** The API's media type (seed, Versioning): every request and response body is of this type. */
 export const MEDIA_TYPE = 'application/svc.v1+json';
 
-export const DEFAULT_API_ENDPOINT = 'http://127.0.0.1:18080';
+const DEFAULT_API_ENDPOINT = 'http://127.0.0.1:18080';
 
 /** The controller endpoint: `--api-endpoint`, else `$SVC_API_ENDPOINT`, else the default listener. */
 export function resolveApiEndpoint(flag?: string): string {

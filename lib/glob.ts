@@ -38,7 +38,7 @@ export function compileGlob(source: string): EmailGlob {
 }
 
 /** Lower-cases A–Z and nothing else. */
-export function asciiLower(text: string): string {
+function asciiLower(text: string): string {
   return text.replace(/[A-Z]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 32));
 }
 

@@ -20,8 +20,8 @@ export interface ServeConfig {
   readonly controller?: { readonly settings: ControllerSettings; readonly agentController?: AgentControllerConfig };
 }
 
-export const DEFAULT_DOMAIN = 'svc.localhost';
-export const DEFAULT_LISTEN: ListenAddress = { host: '127.0.0.1', port: 8080 };
+const DEFAULT_DOMAIN = 'svc.localhost';
+const DEFAULT_LISTEN: ListenAddress = { host: '127.0.0.1', port: 8080 };
 
 const TOP_KEYS = ['data_dir', 'frontend', 'oauth', 'controller', 'agent_controller'];
 const FRONTEND_KEYS = ['listen', 'domain', 'endpoint_url', 'metrics_listen'];

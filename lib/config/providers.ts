@@ -3,7 +3,7 @@ import { isLoopbackHost } from '../net.ts';
 import { ENDPOINT_KEYS, PROVIDER_DEFAULTS, type EndpointsOf } from './provider-defaults.ts';
 
 export type ProviderType = 'idp1' | 'idp2' | 'oidc';
-export const PROVIDER_TYPES: readonly ProviderType[] = ['idp1', 'idp2', 'oidc'];
+const PROVIDER_TYPES: readonly ProviderType[] = ['idp1', 'idp2', 'oidc'];
 
 interface ProviderCommon {
   readonly name: string;

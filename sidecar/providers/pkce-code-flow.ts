@@ -4,7 +4,7 @@ import { callbackCode, exchangeCode, form } from './http.ts';
 import type { AuthorizationRequest, CallbackInput } from './types.ts';
 
 /** RFC 7636 S256 code challenge of a verifier. */
-export function pkceChallenge(verifier: string): string {
+function pkceChallenge(verifier: string): string {
   return createHash('sha256').update(verifier).digest('base64url');
 }
 
