@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { startHealthServer } from '../lib/health.ts';
 import { listenAddressProblem, parseListenAddress } from '../lib/listen.ts';
 import type { Command } from 'commander';
-import type { EnrollmentFile } from '../lib/remoting/files.ts';
+import { isEnrollmentFile, type EnrollmentFile } from '../lib/remoting/files.ts';
 import { SvcError, badInput, errorText } from '../lib/errors.ts';
 import { untilSignal } from '../lib/signals.ts';
 import { subcommand } from './local.ts';
@@ -78,23 +78,12 @@ async function runEnvironmentAgent(opts: EnvironmentAgentOptions): Promise<void>
  * fsGroup), and the pod holds no other user.
  */
 function readEnrollmentFile(path: string): EnrollmentFile {
-  let doc: Partial<EnrollmentFile>;
+  let doc: unknown;
   try {
-    doc = JSON.parse(readFileSync(path, 'utf8')) as Partial<EnrollmentFile>;
+    doc = JSON.parse(readFileSync(path, 'utf8'));
   } catch (err) {
     throw new SvcError('enrollment_unreadable', `--enrollment-file: cannot read ${path}: ${errorText(err)}`);
   }
-  const str = (v: unknown): v is string => typeof v === 'string' && v !== '';
-  if (
-    doc?.version !== 1 ||
-    !str(doc.apiEndpoint) ||
-    !str(doc.envZId) ||
-    !str(doc.enrollmentId) ||
-    !str(doc.token) ||
-    !str(doc.controller?.zId) ||
-    !str(doc.controller?.publicKey)
-  ) {
-    throw badInput(`--enrollment-file: ${path} is not an agent enrollment (version 1)`);
-  }
-  return doc as EnrollmentFile;
+  if (!isEnrollmentFile(doc)) throw badInput(`--enrollment-file: ${path} is not an agent enrollment (version 1)`);
+  return doc;
 }

@@ -83,20 +83,25 @@ export function readEnrollment(dataDir: string): EnrollmentFile | undefined {
   if (mode & 0o077) {
     throw new SvcError('enrollment_insecure', `${path} is readable by others (mode ${mode.toString(8)}): chmod 600 it`);
   }
+  if (!isEnrollmentFile(doc)) throw corrupt(path, 'svc agent enroll');
+  return doc;
+}
+
+/**
+ * Whether a parsed document is an enrollment (version 1, every field present): the data
+ * directory's `agent-enrollment.json` and the environment agent's mounted enrollment Secret.
+ */
+export function isEnrollmentFile(doc: unknown): doc is EnrollmentFile {
   const d = (doc ?? {}) as Partial<EnrollmentFile>;
-  if (
-    d.version !== 1 ||
-    !isString(d.apiEndpoint) ||
-    !isString(d.envZId) ||
-    !isString(d.enrollmentId) ||
-    !isString(d.token) ||
-    !d.controller ||
-    !isString(d.controller.zId) ||
-    !isString(d.controller.publicKey)
-  ) {
-    throw corrupt(path, 'svc agent enroll');
-  }
-  return d as EnrollmentFile;
+  return (
+    d.version === 1 &&
+    isString(d.apiEndpoint) &&
+    isString(d.envZId) &&
+    isString(d.enrollmentId) &&
+    isString(d.token) &&
+    isString(d.controller?.zId) &&
+    isString(d.controller?.publicKey)
+  );
 }
 
 function readJson(path: string): unknown {
