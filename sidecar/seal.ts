@@ -51,7 +51,9 @@ export function createSealer(signingKey: string, encryptionKey: string, clock: C
     open<T>(purpose: Purpose, sealed: string | undefined, nowMs = clock.now()): T | undefined {
       if (!sealed || sealed.length > 8192 || !/^[A-Za-z0-9_-]+$/.test(sealed)) return undefined;
       const raw = Buffer.from(sealed, 'base64url');
-      if (raw.length < IV_BYTES + TAG_BYTES + MAC_BYTES + 1) return undefined;
+      // Only the one canonical encoding opens: Node's decoder ignores stray trailing characters,
+      // so `<value>A` would otherwise be a second, different cookie with the same session.
+      if (raw.length < IV_BYTES + TAG_BYTES + MAC_BYTES + 1 || raw.toString('base64url') !== sealed) return undefined;
       const body = raw.subarray(0, raw.length - MAC_BYTES);
       if (!timingSafeEqual(raw.subarray(raw.length - MAC_BYTES), mac(purpose, body))) return undefined;
       try {
