@@ -17,6 +17,7 @@ import {
   type HelloMessage,
   type ResultMessage,
 } from '../../lib/remoting/protocol.ts';
+import { terminateSocket } from '../websocket.ts';
 
 export interface RemotingClientOptions {
   readonly enrollment: EnrollmentFile;
@@ -82,11 +83,7 @@ export class RemotingClient {
     clearTimeout(this.idle);
     const socket = this.socket;
     this.socket = undefined;
-    if (!socket || socket.readyState === WebSocket.CLOSED) return Promise.resolve();
-    return new Promise((resolve) => {
-      socket.once('close', () => resolve());
-      socket.terminate();
-    });
+    return terminateSocket(socket);
   }
 
   private connect(): void {

@@ -12,6 +12,7 @@ import {
   ENVIRONMENT_TOKEN_HEADER,
   MAX_FRAME_MESSAGE_BYTES,
 } from '../../lib/tunnel/protocol.ts';
+import { terminateSocket } from '../websocket.ts';
 
 export interface DialerOptions {
   /** `ws(s)://<frontend>/api/v1/tunnel` or `…/tunnel/access`. */
@@ -58,11 +59,7 @@ export class Dialer {
     clearTimeout(this.timer);
     const socket = this.socket;
     this.socket = undefined;
-    if (!socket || socket.readyState === WebSocket.CLOSED) return Promise.resolve();
-    return new Promise((resolve) => {
-      socket.once('close', () => resolve());
-      socket.terminate();
-    });
+    return terminateSocket(socket);
   }
 
   private dial(): void {
