@@ -2,6 +2,8 @@ import { join, loadYamlFile, withFlags } from '../lib/config-reader.ts';
 import { readOAuth, type OAuthConfig } from '../lib/config/frontend.ts';
 import type { ListenAddress } from '../lib/listen.ts';
 import { readControllerSections, type AgentControllerConfig, type ControllerSettings } from '../controller/config.ts';
+import type { TunnelLimits } from '../lib/tunnel/protocol.ts';
+import { readTunnelLimits } from './tunnel-config.ts';
 
 /** Settings of `svc serve` (docs/agent.md, "Configuration"). */
 export interface ServeConfig {
@@ -18,12 +20,14 @@ export interface ServeConfig {
   readonly oauth?: OAuthConfig;
   /** The controller API (docs/controller.md): runs when a `controller` or `agent_controller` section is present. */
   readonly controller?: { readonly settings: ControllerSettings; readonly agentController?: AgentControllerConfig };
+  /** Limits of the installation's tunnels (`svc controller` with a frontend; unused by svc serve). */
+  readonly tunnel?: TunnelLimits;
 }
 
 const DEFAULT_DOMAIN = 'svc.localhost';
 const DEFAULT_LISTEN: ListenAddress = { host: '127.0.0.1', port: 8080 };
 
-const TOP_KEYS = ['data_dir', 'frontend', 'oauth', 'controller', 'agent_controller'];
+const TOP_KEYS = ['data_dir', 'frontend', 'oauth', 'controller', 'agent_controller', 'tunnel'];
 const FRONTEND_KEYS = ['listen', 'domain', 'endpoint_url', 'metrics_listen'];
 const DOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
@@ -81,6 +85,7 @@ export function parseServeConfig(doc: unknown, flags: ServeFlags = {}, path?: st
   const metricsListen = f.metrics_listen !== undefined ? r.bindAddress(f, 'metrics_listen', 'frontend') : undefined;
   const withController = top.controller !== undefined || top.agent_controller !== undefined;
   const sections = withController ? readControllerSections(r, top, path) : undefined;
+  const tunnel = top.tunnel !== undefined ? readTunnelLimits(r, top.tunnel) : undefined;
   r.finish(source);
   return {
     ...(dataDir ? { dataDir } : {}),
@@ -91,6 +96,7 @@ export function parseServeConfig(doc: unknown, flags: ServeFlags = {}, path?: st
       ...(metricsListen ? { metricsListen } : {}),
     },
     ...(oauth ? { oauth } : {}),
+    ...(tunnel ? { tunnel } : {}),
     ...(sections
       ? {
           controller: {

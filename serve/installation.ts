@@ -43,7 +43,7 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
   if (!listen) throw badInput(`--listen: must be ip:port, got ${JSON.stringify(options.listen)}`);
   const dataDir = resolveDataDir(options.dataDir, config.dataDir);
   const store = new ControllerFileStore(dataDir);
-  const limits = DEFAULT_TUNNEL_LIMITS;
+  const limits = config.tunnel ?? DEFAULT_TUNNEL_LIMITS;
   const locator = new LocalTunnels(limits.maxTunnelsPerEnvironment);
   const { domain } = config.frontend;
   const bound: { endpoint?: URL } = {};

@@ -1,0 +1,31 @@
+import type { ConfigReader } from '../lib/config-reader.ts';
+import { DEFAULT_TUNNEL_LIMITS, type TunnelLimits } from '../lib/tunnel/protocol.ts';
+
+const KEYS = ['max_streams_per_tunnel', 'max_tunnels_per_environment', 'stream_idle_timeout', 'ping_interval'];
+
+/**
+ * The optional `tunnel` section of an installation's config (`svc controller --config` with a
+ * frontend): the limits of lib/tunnel/protocol.ts, each defaulting to `DEFAULT_TUNNEL_LIMITS`.
+ */
+export function readTunnelLimits(r: ConfigReader, value: unknown): TunnelLimits {
+  const t = r.object(value, 'tunnel') ?? {};
+  r.unknownKeys(t, 'tunnel', KEYS);
+  const count = (key: string, max: number, fallback: number): number => {
+    const v = t[key];
+    if (v === undefined) return fallback;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) {
+      r.problem(`tunnel.${key}`, `must be an integer between 1 and ${max}, got ${JSON.stringify(v)}`);
+      return fallback;
+    }
+    return v;
+  };
+  return {
+    ...DEFAULT_TUNNEL_LIMITS,
+    maxStreamsPerTunnel: count('max_streams_per_tunnel', 10_000, DEFAULT_TUNNEL_LIMITS.maxStreamsPerTunnel),
+    maxTunnelsPerEnvironment: count('max_tunnels_per_environment', 100, DEFAULT_TUNNEL_LIMITS.maxTunnelsPerEnvironment),
+    streamIdleMs:
+      r.duration(t, 'stream_idle_timeout', 'tunnel', { required: false }) ?? DEFAULT_TUNNEL_LIMITS.streamIdleMs,
+    pingIntervalMs:
+      r.duration(t, 'ping_interval', 'tunnel', { required: false }) ?? DEFAULT_TUNNEL_LIMITS.pingIntervalMs,
+  };
+}
