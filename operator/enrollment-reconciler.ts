@@ -1,7 +1,6 @@
-import { hostname } from 'node:os';
 import type { EnrollmentFile } from '../lib/remoting/files.ts';
 import { callApi } from '../lib/api-client.ts';
-import { SvcError, errorText, problem, problemText, type Result } from '../lib/errors.ts';
+import { SvcError, errorText, problemText } from '../lib/errors.ts';
 import type { ConditionReason } from '../lib/error-codes.ts';
 import type { Logger } from '../lib/logger.ts';
 import { applyChild } from './apply.ts';
@@ -13,28 +12,23 @@ import {
   controllerFailure,
   desiredEnvironmentAgent,
   enrollmentChildName,
-  enrollmentSecret,
-  enrollmentSecretName,
-  readEnrollmentState,
   validateEnrollment,
   type AgentEnrollment,
   type AgentEnrollmentStatus,
   type EnrollmentState,
-  type ValidEnrollment,
 } from './enrollment-children.ts';
+import { ControllerEnrollment } from './enrollment-controller-api.ts';
+import { EnrollmentSecrets } from './enrollment-secrets.ts';
 import type { EventRecorder } from './events.ts';
-import { isNotFound, type KubeClient } from '../lib/kube/client.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
 import {
   AGENT_ENROLLMENTS,
   DEPLOYMENTS,
   ROLES,
   ROLE_BINDINGS,
-  SECRETS,
   SERVICE_ACCOUNTS,
   objectPath,
-  resourcePath,
   splitKey,
-  type KubeObject,
 } from '../lib/kube/resources.ts';
 import { deploymentAvailable } from './status.ts';
 import type { Watches } from './watches.ts';
@@ -78,11 +72,14 @@ export class EnrollmentReconciler
   implements Reconciler
 {
   readonly watches: Watches;
-  private readonly api: typeof callApi;
+  private readonly secrets: EnrollmentSecrets;
+  private readonly controller: ControllerEnrollment;
 
   constructor(deps: EnrollmentReconcilerDeps) {
     super(deps, AGENT_ENROLLMENTS, 'enrollment');
-    this.api = deps.callApi ?? callApi;
+    this.secrets = new EnrollmentSecrets(deps.client);
+    const { events, logger } = deps;
+    this.controller = new ControllerEnrollment({ api: deps.callApi ?? callApi, secrets: this.secrets, events, logger });
     const { enrollments, deployments, secrets } = deps.caches;
     this.watches = {
       for: enrollments,
@@ -105,10 +102,10 @@ export class EnrollmentReconciler
     const finalizers = e.metadata.finalizers ?? [];
     if (!finalizers.includes(UNENROLL_FINALIZER)) await this.setFinalizers(e, [...finalizers, UNENROLL_FINALIZER]);
 
-    let state = await this.readState(e);
+    let state = await this.secrets.readState(e);
     const standing =
       state?.enrollment && state.controllerUrl === spec.controllerUrl
-        ? await this.standing(e, spec, state)
+        ? await this.controller.standing(e, spec, state)
         : 'enrolled';
     if (state && standing !== 'enrolled') {
       // Removed at the controller by another route. The AgentEnrollment states the wish to be
@@ -122,32 +119,34 @@ export class EnrollmentReconciler
       );
       if (standing === 'not_enrolled') {
         state = { controllerUrl: state.controllerUrl, envZId: state.envZId };
-        await this.writeState(e, state);
+        await this.secrets.writeState(e, state);
       } else {
-        await this.deleteState(e);
+        await this.secrets.deleteState(e);
         state = undefined;
       }
     }
     if (state && state.controllerUrl !== spec.controllerUrl) {
       // Moved to another controller: release the old environment (best effort), start afresh.
-      await this.release(e, state, spec).catch((err: unknown) =>
-        this.deps.logger.warn(
-          { enrollment: key, err: errorText(err) },
-          'could not release the environment at the previous controller',
-        ),
-      );
-      await this.deleteState(e);
+      await this.controller
+        .release(e, state, spec)
+        .catch((err: unknown) =>
+          this.deps.logger.warn(
+            { enrollment: key, err: errorText(err) },
+            'could not release the environment at the previous controller',
+          ),
+        );
+      await this.secrets.deleteState(e);
       state = undefined;
     }
 
     if (!state?.enrollment) {
-      const token = await this.accountToken(e, spec);
+      const token = await this.secrets.accountToken(e, spec);
       if (!token.ok) {
         const message = token.problems.map(problemText).join('; ');
         return await this.notReady(e, 'AccountTokenMissing', message, 'waiting', state, RECHECK_MS);
       }
       try {
-        state = await this.enroll(e, spec, token.value, state);
+        state = await this.controller.enroll(e, spec, token.value, state);
       } catch (err) {
         const { reason, retry } = controllerFailure(err);
         const outcome = await this.notReady(e, reason, errorText(err), 'waiting', state, retry ? undefined : 60_000);
@@ -173,91 +172,17 @@ export class EnrollmentReconciler
     return { result: 'success', requeueAfterMs: VERIFY_MS };
   }
 
-  /**
-   * Whether the controller still holds this enrollment. Only a definite "not enrolled" or "no such
-   * environment" counts as gone; an unreachable controller or a disconnected agent does not.
-   */
-  private async standing(
-    e: AgentEnrollment,
-    spec: ValidEnrollment,
-    state: EnrollmentState,
-  ): Promise<'enrolled' | 'not_enrolled' | 'environment_gone'> {
-    const token = await this.accountToken(e, spec);
-    if (!token.ok) return 'enrolled';
-    try {
-      await this.api(spec.controllerUrl, '/agent/ping', token.value, { envZId: state.envZId });
-      return 'enrolled';
-    } catch (err) {
-      if (err instanceof SvcError && err.code === 'not_enrolled') return 'not_enrolled';
-      if (err instanceof SvcError && err.code === 'environment_not_found') return 'environment_gone';
-      return 'enrolled';
-    }
-  }
-
-  /** enable (unless an envZId was recorded) → record it → enroll → record the enrollment file. */
-  private async enroll(
-    e: AgentEnrollment,
-    spec: ValidEnrollment,
-    token: string,
-    previous: EnrollmentState | undefined,
-  ): Promise<EnrollmentState & { enrollment: EnrollmentFile }> {
-    const url = spec.controllerUrl;
-    const where = `${e.metadata.namespace}/${e.metadata.name}`;
-    let envZId = previous?.envZId;
-    if (!envZId) {
-      const enabled = await this.api<{ envZId: string }>(url, '/environment/enable', token, {
-        description: (spec.description || `Kubernetes namespace ${e.metadata.namespace ?? ''}`).slice(0, 256),
-        host: `kubernetes:${e.metadata.namespace ?? ''}@${hostname()}`.slice(0, 256),
-      });
-      envZId = enabled.envZId;
-      await this.writeState(e, { controllerUrl: url, envZId });
-      this.deps.logger.info({ enrollment: where, envZId }, 'environment enabled at the controller');
-    }
-    type Enrolled = { token: string; enrollmentId: string; controller: { zId: string; publicKey: string } };
-    let enrolled: Enrolled;
-    try {
-      enrolled = await this.api<Enrolled>(url, '/agent/enroll', token, { envZId });
-    } catch (err) {
-      if (err instanceof SvcError && err.code === 'already_enrolled') {
-        // Enrolled earlier but its token was never recorded: replace that enrollment.
-        await this.api(url, '/agent/unenroll', token, { envZId });
-        enrolled = await this.api<Enrolled>(url, '/agent/enroll', token, { envZId });
-      } else if (err instanceof SvcError && err.code === 'environment_not_found') {
-        // The environment was removed at the controller: forget it, enable a new one on retry.
-        await this.deleteState(e);
-        throw err;
-      } else throw err;
-    }
-    const enrollment: EnrollmentFile = {
-      version: 1,
-      apiEndpoint: url,
-      envZId,
-      enrollmentId: enrolled.enrollmentId,
-      token: enrolled.token,
-      controller: { zId: enrolled.controller.zId, publicKey: enrolled.controller.publicKey },
-      enrolledAt: new Date().toISOString(),
-    };
-    const state = { controllerUrl: url, envZId, enrollment };
-    await this.writeState(e, state);
-    this.deps.logger.info(
-      { enrollment: where, envZId, enrollmentId: enrolled.enrollmentId, controller: enrolled.controller.zId },
-      'enrolled with the controller',
-    );
-    this.deps.events.record(e, 'Normal', 'Enrolled', `enrolled with ${url} as environment ${envZId}`);
-    return state;
-  }
-
   /** Deletion: unenroll and disable the environment at the controller, then drop the finalizer. */
   private async finalize(e: AgentEnrollment): Promise<ReconcileResult> {
     const finalizers = e.metadata.finalizers ?? [];
     if (!finalizers.includes(UNENROLL_FINALIZER)) return { result: 'success' };
-    const state = await this.readState(e);
+    const state = await this.secrets.readState(e);
     const validation = validateEnrollment(e);
     if (state && validation.ok) {
-      const token = await this.accountToken(e, validation.value);
+      const token = await this.secrets.accountToken(e, validation.value);
       if (token.ok) {
         try {
-          await this.release(e, state, validation.value, token.value);
+          await this.controller.release(e, state, validation.value, token.value);
         } catch (err) {
           const { reason } = controllerFailure(err);
           await this.notReady(e, reason, `cannot unenroll: ${errorText(err)}`, 'waiting', state);
@@ -283,29 +208,6 @@ export class EnrollmentReconciler
     return { result: 'success' };
   }
 
-  /** Unenrolls (when enrolled) and disables the environment; "already gone" answers count as done. */
-  private async release(
-    e: AgentEnrollment,
-    state: EnrollmentState,
-    spec: ValidEnrollment,
-    knownToken?: string,
-  ): Promise<void> {
-    const found = knownToken === undefined ? await this.accountToken(e, spec) : { ok: true, value: knownToken };
-    if (!found.ok) return;
-    const token = found.value;
-    const gone = (err: unknown): boolean =>
-      err instanceof SvcError && ['not_enrolled', 'environment_not_found', 'unauthorized'].includes(err.code);
-    const call = async (path: string): Promise<void> => {
-      try {
-        await this.api(state.controllerUrl, path, token, { envZId: state.envZId });
-      } catch (err) {
-        if (!gone(err)) throw err;
-      }
-    };
-    if (state.enrollment) await call('/agent/unenroll');
-    await call('/environment/disable');
-  }
-
   private async applyAgent(e: AgentEnrollment, enrollment: EnrollmentFile): Promise<void> {
     const { client, caches, image } = this.deps;
     const children = desiredEnvironmentAgent(e, enrollment, image);
@@ -316,49 +218,6 @@ export class EnrollmentReconciler
     await client.apply(objectPath(ROLE_BINDINGS, children.roleBinding), children.roleBinding);
     const live = caches.deployments.get(e.metadata.namespace ?? '', enrollmentChildName(e.metadata.name));
     await applyChild(client, DEPLOYMENTS, children.deployment, live);
-  }
-
-  /** The account token from spec.accountTokenSecretRef, or why there is none (never the value). */
-  private async accountToken(e: AgentEnrollment, spec: ValidEnrollment): Promise<Result<string>> {
-    const where = `Secret ${spec.secretName} key ${spec.secretKey}`;
-    let secret: KubeObject;
-    try {
-      secret = await this.deps.client.get(resourcePath(SECRETS, e.metadata.namespace, spec.secretName));
-    } catch (err) {
-      if (isNotFound(err)) return { ok: false, problems: [problem(where, 'the Secret does not exist', 'not_found')] };
-      throw err;
-    }
-    const value = (secret.data as Record<string, string> | undefined)?.[spec.secretKey];
-    const token = value === undefined ? '' : Buffer.from(value, 'base64').toString('utf8').trim();
-    return token
-      ? { ok: true, value: token }
-      : { ok: false, problems: [problem(where, 'the key is missing or empty', 'required')] };
-  }
-
-  private async readState(e: AgentEnrollment): Promise<EnrollmentState | undefined> {
-    try {
-      const secret = await this.deps.client.get(
-        resourcePath(SECRETS, e.metadata.namespace, enrollmentSecretName(e.metadata.name)),
-      );
-      return readEnrollmentState(secret.data as Record<string, string> | undefined);
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
-  private async writeState(e: AgentEnrollment, state: EnrollmentState): Promise<void> {
-    const secret = enrollmentSecret(e, state);
-    // Apply replaces the data map as a whole (keys not given are removed), so stale keys cannot linger.
-    await this.deps.client.apply(objectPath(SECRETS, secret), secret);
-  }
-
-  private async deleteState(e: AgentEnrollment): Promise<void> {
-    try {
-      await this.deps.client.delete(resourcePath(SECRETS, e.metadata.namespace, enrollmentSecretName(e.metadata.name)));
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
   }
 
   /** Merge patch of the finalizer list, conditional on the resourceVersion seen (a conflict retries). */
