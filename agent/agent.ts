@@ -4,6 +4,7 @@ import { badInput, errorText, notFound } from '../lib/errors.ts';
 import { compileGlob } from '../lib/glob.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { ShareRoute } from '../lib/share/spec.ts';
+import type { ShareFieldNames } from '../lib/share/validate.ts';
 import type { ShareSource } from '../lib/share/source.ts';
 import { listenHandler, type RunningListener } from './backends/listener.ts';
 import { formatAddress, listenAddressProblem, parseListenAddress } from '../lib/listen.ts';
@@ -159,10 +160,11 @@ export class Agent {
     return live ? { shareMode: live.record.shareMode, backendUrl: live.backendUrl } : undefined;
   }
 
-  share(body: ShareRequest): Promise<ShareEntry> {
+  /** Creates a share; `names` are the field names of the surface that asked (for its error messages). */
+  share(body: ShareRequest, names: ShareFieldNames): Promise<ShareEntry> {
     return this.serialized(async () => {
       const providers = this.publisher?.providerNames ?? this.options.providerNames;
-      const record = validateShareRequest(body, this.freshToken(), providers);
+      const record = validateShareRequest(body, this.freshToken(), providers, names);
       const live = await this.startShare(record);
       try {
         await this.publisher?.publish(record);

@@ -6,7 +6,8 @@ import { createLogger } from '../lib/logger.ts';
 import { isLoopbackHost } from '../lib/net.ts';
 import { listenHandler, type RunningListener } from './backends/listener.ts';
 import { proxyBackend } from './backends/proxy.ts';
-import { BACKEND_MODES, type BackendHandler } from './backends/types.ts';
+import { BACKEND_MODES } from '../lib/share/spec.ts';
+import type { BackendHandler } from './backends/types.ts';
 import { assertDirectory, webBackend } from './backends/web.ts';
 
 export interface BackendCommandOptions {

@@ -3,6 +3,7 @@ import http from 'node:http';
 import { connect } from 'node:net';
 import { SvcError, badInput, errorText } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
+import { CLI_SHARE_FIELDS } from '../lib/share/surfaces.ts';
 import type { Agent } from './agent.ts';
 
 const MAX_BODY = 64 * 1024;
@@ -26,7 +27,7 @@ type Handler = (
 export async function startLocalApi(agent: Agent, path: string, logger: Logger): Promise<RunningLocalApi> {
   const routes: [string, RegExp, Handler][] = [
     ['GET', /^\/v1\/status$/, () => [200, agent.status()]],
-    ['POST', /^\/v1\/shares$/, async (_m, body) => [201, await agent.share(body)]],
+    ['POST', /^\/v1\/shares$/, async (_m, body) => [201, await agent.share(body, CLI_SHARE_FIELDS)]],
     ['DELETE', /^\/v1\/shares\/([a-z0-9-]{1,63})$/, async (m) => [200, await agent.unshare(m[1] as string)]],
     [
       'POST',

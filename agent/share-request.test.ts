@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { API_SHARE_FIELDS } from '../lib/share/surfaces.ts';
 import { validateShareRequest } from './share-request.ts';
 import { newToken } from '../lib/token.ts';
 
@@ -13,6 +14,7 @@ describe('validateShareRequest', () => {
       { target: 'http://127.0.0.1:3000', oauthProvider: 'dev', oauthEmailAddressPatterns: ['*@example.com'] },
       token,
       ['dev'],
+      API_SHARE_FIELDS,
     );
     expect(record).toMatchObject({
       token,
@@ -25,7 +27,7 @@ describe('validateShareRequest', () => {
 
   it('accepts a web share of an existing absolute folder', () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-share-'));
-    expect(validateShareRequest({ backendMode: 'web', target: dir }, token, [])).toMatchObject({
+    expect(validateShareRequest({ backendMode: 'web', target: dir }, token, [], API_SHARE_FIELDS)).toMatchObject({
       backendMode: 'web',
       target: dir,
     });
@@ -44,6 +46,7 @@ describe('validateShareRequest', () => {
         },
         token,
         ['dev'],
+        API_SHARE_FIELDS,
       ),
     ).toThrow(
       [
@@ -51,26 +54,31 @@ describe('validateShareRequest', () => {
         '  - shareMode: must be one of public, private, got "secret"',
         '  - backendMode: must be one of proxy, web, got "ftp"',
         '  - target: must be an absolute URL, got "not a url"',
-        '  - oauth_provider: unknown provider "github" (configured: dev)',
-        '  - oauth_email_address_patterns[0]: glob "[oops" has an unclosed \'[\'',
-        '  - oauth_check_interval: must be a duration such as 30m or 3h, got "soon"',
+        '  - oauthProvider: unknown provider "github" (configured: dev)',
+        '  - oauthEmailAddressPatterns[0]: glob "[oops" has an unclosed \'[\'',
+        '  - oauthCheckInterval: must be a duration such as 30m or 3h, got "soon"',
       ].join('\n'),
     );
   });
 
   it('refuses a missing folder, a relative folder, OAuth on a private share, and any provider when none is configured', () => {
-    expect(() => validateShareRequest({ backendMode: 'web', target: '/no/such/folder' }, token, [])).toThrow(
-      'target: folder /no/such/folder does not exist',
-    );
-    expect(() => validateShareRequest({ backendMode: 'web', target: 'site' }, token, [])).toThrow(
+    expect(() =>
+      validateShareRequest({ backendMode: 'web', target: '/no/such/folder' }, token, [], API_SHARE_FIELDS),
+    ).toThrow('target: folder /no/such/folder does not exist');
+    expect(() => validateShareRequest({ backendMode: 'web', target: 'site' }, token, [], API_SHARE_FIELDS)).toThrow(
       'must be an absolute folder path',
     );
     expect(() =>
-      validateShareRequest({ shareMode: 'private', target: 'http://x', oauthProvider: 'dev' }, token, ['dev']),
+      validateShareRequest(
+        { shareMode: 'private', target: 'http://x', oauthProvider: 'dev' },
+        token,
+        ['dev'],
+        API_SHARE_FIELDS,
+      ),
     ).toThrow('OAuth options apply to public shares only');
-    expect(() => validateShareRequest({ target: 'http://x', oauthProvider: 'dev' }, token, [])).toThrow(
-      'oauth_provider: unknown provider "dev" (configured: none)',
-    );
+    expect(() =>
+      validateShareRequest({ target: 'http://x', oauthProvider: 'dev' }, token, [], API_SHARE_FIELDS),
+    ).toThrow('oauthProvider: unknown provider "dev" (configured: none)');
   });
 });
 

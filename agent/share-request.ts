@@ -1,12 +1,11 @@
 import { isAbsolute } from 'node:path';
-import { ConfigReader } from '../lib/config-reader.ts';
-import { SvcError, problemsMessage } from '../lib/errors.ts';
-import { DEFAULT_CHECK_INTERVAL, readShareOptions } from '../lib/share/spec.ts';
+import { errorText, valueOrThrow } from '../lib/errors.ts';
+import { DEFAULT_CHECK_INTERVAL } from '../lib/share/spec.ts';
+import { validateShareSpec, type ShareFieldNames, type ShareRules } from '../lib/share/validate.ts';
 import { assertDirectory } from './backends/web.ts';
-import { BACKEND_MODES } from './backends/types.ts';
-import { SHARE_MODES, type ShareRecord } from './store.ts';
+import type { ShareRecord } from './store.ts';
 
-/** A share request as the CLI (and later the remote API) sends it; every field is checked here. */
+/** A share request as the CLI (through the local API) or a remote command sends it; nothing checked yet. */
 export interface ShareRequest {
   readonly shareMode?: unknown;
   readonly backendMode?: unknown;
@@ -18,78 +17,57 @@ export interface ShareRequest {
 }
 
 /**
- * Validates a share request into a record, reporting every problem at once. Target URL, provider,
- * email globs and check interval go through the frontend's own `readShareOptions`, so a share made
- * from the CLI obeys exactly the rules of a frontend config file. `providerNames` are the providers
- * configured on this service (none when it runs without an `oauth` section).
+ * The local agent's adapter of `validateShareSpec` (lib/share/validate.ts): one validator for every
+ * surface, so a share made here obeys exactly the rules of a frontend config file or a Share object.
+ * This agent creates both backend modes; a web share serves an existing absolute folder of this
+ * machine, and a provider must be one configured on this service (none without an `oauth`
+ * section). `names` are the field names of the surface that asked (CLI flags or the API body).
+ * Every problem at once, as one `invalid_share` error.
  */
-export function validateShareRequest(body: ShareRequest, token: string, providerNames: readonly string[]): ShareRecord {
-  const r = new ConfigReader();
-  const shareMode = oneOf(r, body.shareMode ?? 'public', 'shareMode', SHARE_MODES);
-  const backendMode = oneOf(r, body.backendMode ?? 'proxy', 'backendMode', BACKEND_MODES);
-  const target = typeof body.target === 'string' ? body.target : undefined;
-  if (target === undefined || target === '') r.problem('target', 'required');
-  if (target && backendMode === 'web') {
-    if (!isAbsolute(target))
-      r.problem('target', `must be an absolute folder path for backend mode web, got ${JSON.stringify(target)}`);
-    else {
-      try {
-        assertDirectory(target);
-      } catch (err) {
-        r.problem('target', (err as Error).message);
-      }
-    }
-  }
-  const hasOAuth =
-    body.oauthProvider !== undefined ||
-    body.oauthEmailAddressPatterns !== undefined ||
-    body.oauthCheckInterval !== undefined;
-  if (hasOAuth && shareMode === 'private') {
-    r.problem(
-      'oauthProvider',
-      'OAuth options apply to public shares only (a private share is reached through an access)',
-    );
-  }
-  const options: Record<string, unknown> = {
-    token,
-    // A web share's frontend target is its local listener; only the URL rules matter for proxy.
-    target: backendMode === 'web' ? 'http://127.0.0.1/' : target,
-    oauth_provider: body.oauthProvider,
-    oauth_email_address_patterns: body.oauthEmailAddressPatterns,
-    oauth_check_interval: body.oauthCheckInterval,
+export function validateShareRequest(
+  body: ShareRequest,
+  token: string,
+  providerNames: readonly string[],
+  names: ShareFieldNames,
+): ShareRecord {
+  const rules: ShareRules = { providerNames, webTarget: localFolderProblem };
+  const input = {
+    shareMode: body.shareMode,
+    backendMode: body.backendMode,
+    target: body.target,
+    oauthProvider: body.oauthProvider,
+    oauthEmailAddressPatterns: body.oauthEmailAddressPatterns,
+    oauthCheckInterval: body.oauthCheckInterval,
+    webListing: body.webListing,
   };
-  const route = readShareOptions(r, options, '', providerNames);
-  if (body.webListing !== undefined && typeof body.webListing !== 'boolean')
-    r.problem('webListing', 'must be true or false');
-  if (body.webListing === true && backendMode !== 'web') r.problem('webListing', 'applies to backend mode web only');
-  if (r.problems.length > 0 || !route || !shareMode || !backendMode || !target) {
-    throw new SvcError('invalid_share', problemsMessage('invalid share', r.problems), {
-      status: 400,
-      problems: r.problems,
-    });
-  }
+  const spec = valueOrThrow(validateShareSpec(input, names, rules), 'invalid_share', 'invalid share');
   return {
     token,
-    shareMode,
-    backendMode,
-    target: backendMode === 'proxy' ? route.target.href : target,
-    ...(route.oauth
+    shareMode: spec.shareMode,
+    backendMode: spec.backendMode,
+    target: spec.targetUrl ? spec.targetUrl.href : spec.target,
+    ...(spec.oauth
       ? {
           oauth: {
-            provider: route.oauth.provider,
-            emailAddressPatterns: route.oauth.emailPatterns.map((g) => g.source),
-            checkInterval:
-              typeof body.oauthCheckInterval === 'string' ? body.oauthCheckInterval : DEFAULT_CHECK_INTERVAL,
+            provider: spec.oauth.provider,
+            emailAddressPatterns: [...spec.oauth.emailAddressPatterns],
+            checkInterval: spec.oauth.checkInterval ?? DEFAULT_CHECK_INTERVAL,
           },
         }
       : {}),
-    ...(body.webListing === true ? { webListing: true } : {}),
+    ...(spec.webListing ? { webListing: true } : {}),
     createdAt: new Date().toISOString(),
   };
 }
 
-function oneOf<T extends string>(r: ConfigReader, value: unknown, field: string, allowed: readonly T[]): T | undefined {
-  const found = allowed.find((a) => a === value);
-  if (!found) r.problem(field, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
-  return found;
+/** A web share on this machine serves an existing folder, named absolutely. */
+function localFolderProblem(target: string): { message: string; code: 'invalid' | 'not_found' } | undefined {
+  if (!isAbsolute(target))
+    return { message: `must be an absolute folder path, got ${JSON.stringify(target)}`, code: 'invalid' };
+  try {
+    assertDirectory(target);
+  } catch (err) {
+    return { message: errorText(err), code: 'not_found' };
+  }
+  return undefined;
 }

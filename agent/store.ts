@@ -1,7 +1,4 @@
-import type { BackendMode } from './backends/types.ts';
-
-export type ShareMode = 'public' | 'private';
-export const SHARE_MODES: readonly ShareMode[] = ['public', 'private'];
+import type { BackendMode, ShareMode } from '../lib/share/spec.ts';
 
 /** A share as the agent keeps it: enough to re-create its backend and frontend route after a restart. */
 export interface ShareRecord {

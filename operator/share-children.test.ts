@@ -60,10 +60,10 @@ describe('validateShare', () => {
     expect(v.problems.map(problemText)).toEqual([
       expect.stringMatching(/^metadata\.name: must be a DNS label/),
       expect.stringMatching(/^spec\.target: must be a directory under \/srv\/share/),
-      'spec.webVolume: set exactly one of configMap or persistentVolumeClaim for backendMode web',
+      'spec.webVolume: set exactly one of configMap or persistentVolumeClaim for spec.backendMode web',
+      'spec.oauth.provider: unknown provider "nope" (configured: google)',
       expect.stringMatching(/^spec\.oauth\.emailAddressPatterns\[0\]: /),
       'spec.oauth.checkInterval: must be a duration such as 30m or 3h, got "soon"',
-      'spec.oauth.provider: unknown provider "nope" (the installation configures: google)',
     ]);
   });
 

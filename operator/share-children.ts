@@ -2,9 +2,9 @@ import type { ShareIngressOptions } from './options.ts';
 import { stringify as toYaml } from 'yaml';
 import type { ProblemCode } from '../lib/error-codes.ts';
 import { errorText, problem, type Problem, type Result } from '../lib/errors.ts';
-import { compileGlob } from '../lib/glob.ts';
-import { parseDuration } from '../lib/duration.ts';
-import { DEFAULT_CHECK_INTERVAL, SHARE_TOKEN } from '../lib/share/spec.ts';
+import { DEFAULT_CHECK_INTERVAL } from '../lib/share/spec.ts';
+import { CRD_SHARE_FIELDS } from '../lib/share/surfaces.ts';
+import { validateShareSpec, type ShareInput, type ShareRules } from '../lib/share/validate.ts';
 import { parseFrontendConfig } from '../lib/config/frontend.ts';
 import type { Installation } from './installation.ts';
 import {
@@ -56,71 +56,49 @@ export function frontendSecretName(shareName: string): string {
 }
 
 /**
- * Checks what the CRD schema cannot: names that must fit child objects, target shape per backend
- * mode, email globs, the OAuth provider against the installation's providers. Every problem is
- * reported with its field path, at once. An OAuth share while the installation's settings are
- * unusable fails with one `not_ready` problem (the reconciler waits instead of calling it invalid).
+ * Checks what the CRD schema cannot: the name must fit the child objects, and the spec goes through
+ * the one share validator (lib/share/validate.ts) with the Share object's field names — target
+ * shape per backend mode, the web volume, email globs, the OAuth provider against the
+ * installation's providers. Every problem is reported with its field path, at once. An OAuth share
+ * while the installation's settings are unusable fails with one `not_ready` problem (the reconciler
+ * waits instead of calling it invalid).
  */
 export function validateShare(share: Share, installation: Installation | undefined): Result<ValidShare> {
   const problems: Problem[] = [];
-  const bad = (path: string, message: string, code?: ProblemCode) => problems.push(problem(path, message, code));
   const { name, namespace = '', uid = '' } = share.metadata;
   const spec = share.spec ?? {};
   if (name.length > MAX_NAME || !DNS1035.test(childName(name))) {
-    bad(
-      'metadata.name',
-      `must be a DNS label of at most ${MAX_NAME} characters (it names the Service ${childName(name)})`,
+    problems.push(
+      problem(
+        'metadata.name',
+        `must be a DNS label of at most ${MAX_NAME} characters (it names the Service ${childName(name)})`,
+      ),
     );
   }
-  const token = spec.token ?? deriveToken(uid);
-  if (!SHARE_TOKEN.test(token))
-    bad('spec.token', 'must be a DNS label: lower-case letters, digits and -, at most 63 characters');
-  const shareMode = spec.shareMode ?? 'public';
-  const backendMode = spec.backendMode ?? 'proxy';
-  const target = spec.target ?? '';
-  if (backendMode === 'proxy') {
-    if (!isHttpUrl(target))
-      bad('spec.target', `must be an absolute http or https URL for backendMode proxy, got ${JSON.stringify(target)}`);
-    if (spec.webVolume) bad('spec.webVolume', 'only applies to backendMode web', 'not_allowed');
-  } else {
-    if (!(target === WEB_ROOT || target.startsWith(`${WEB_ROOT}/`)) || target.split('/').includes('..')) {
-      bad(
-        'spec.target',
-        `must be a directory under ${WEB_ROOT} (where spec.webVolume is mounted), got ${JSON.stringify(target)}`,
-      );
-    }
-    const sources = [spec.webVolume?.configMap, spec.webVolume?.persistentVolumeClaim].filter(Boolean);
-    if (sources.length !== 1)
-      bad('spec.webVolume', 'set exactly one of configMap or persistentVolumeClaim for backendMode web', 'required');
-  }
-  let oauth: ValidShare['oauth'];
-  if (spec.oauth) {
-    const provider = spec.oauth.provider ?? '';
-    if (shareMode !== 'public') bad('spec.oauth', 'only applies to public shares', 'not_allowed');
-    const emailAddressPatterns = spec.oauth.emailAddressPatterns ?? [];
-    emailAddressPatterns.forEach((pattern, i) => {
-      try {
-        compileGlob(pattern);
-      } catch (err) {
-        bad(`spec.oauth.emailAddressPatterns[${i}]`, errorText(err));
-      }
-    });
-    const checkInterval = spec.oauth.checkInterval ?? DEFAULT_CHECK_INTERVAL;
-    if (parseDuration(checkInterval) === undefined)
-      bad('spec.oauth.checkInterval', `must be a duration such as 30m or 3h, got ${JSON.stringify(checkInterval)}`);
-    if (installation) {
-      const names = installation.oauth.providers.map((p) => p.name);
-      if (!names.includes(provider)) {
-        bad(
-          'spec.oauth.provider',
-          `unknown provider ${JSON.stringify(provider)} (the installation configures: ${names.join(', ') || 'none'})`,
-          'unknown_provider',
-        );
-      }
-    }
-    oauth = { provider, emailAddressPatterns, checkInterval };
-  }
-  if (problems.length > 0) return { ok: false, problems };
+  const rules: ShareRules = {
+    webTarget: volumeTargetProblem,
+    webVolume: true,
+    ...(installation ? { providerNames: installation.oauth.providers.map((p) => p.name) } : {}),
+  };
+  const input: ShareInput = {
+    token: spec.token ?? deriveToken(uid),
+    shareMode: spec.shareMode,
+    backendMode: spec.backendMode,
+    target: spec.target ?? '',
+    webVolume: spec.webVolume,
+    oauthProvider: spec.oauth ? (spec.oauth.provider ?? '') : undefined,
+    oauthEmailAddressPatterns: spec.oauth?.emailAddressPatterns,
+    oauthCheckInterval: spec.oauth?.checkInterval,
+  };
+  const checked = validateShareSpec(input, CRD_SHARE_FIELDS, rules);
+  if (!checked.ok) problems.push(...checked.problems);
+  if (!checked.ok || problems.length > 0) return { ok: false, problems };
+  const { token = '', shareMode, backendMode, target, webVolume, oauth: checkedOAuth } = checked.value;
+  const oauth: ValidShare['oauth'] = checkedOAuth && {
+    provider: checkedOAuth.provider,
+    emailAddressPatterns: [...checkedOAuth.emailAddressPatterns],
+    checkInterval: checkedOAuth.checkInterval ?? DEFAULT_CHECK_INTERVAL,
+  };
   if (oauth && !installation) {
     const message =
       'the installation frontend Secret is missing or invalid, so OAuth shares cannot be configured (see the operator log)';
@@ -133,7 +111,7 @@ export function validateShare(share: Share, installation: Installation | undefin
     shareMode,
     backendMode,
     target,
-    ...(spec.webVolume && backendMode === 'web' ? { webVolume: spec.webVolume } : {}),
+    ...(webVolume ? { webVolume } : {}),
     ...(oauth ? { oauth } : {}),
   };
   if (valid.oauth && installation) {
@@ -144,6 +122,15 @@ export function validateShare(share: Share, installation: Installation | undefin
     }
   }
   return { ok: true, value: valid };
+}
+
+/** A web share's folder is in the volume the pod mounts at WEB_ROOT; never outside it. */
+function volumeTargetProblem(target: string): { message: string; code: ProblemCode } | undefined {
+  if ((target === WEB_ROOT || target.startsWith(`${WEB_ROOT}/`)) && !target.split('/').includes('..')) return undefined;
+  return {
+    message: `must be a directory under ${WEB_ROOT} (where spec.webVolume is mounted), got ${JSON.stringify(target)}`,
+    code: 'invalid',
+  };
 }
 
 /**
@@ -301,13 +288,4 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
     };
   }
   return children;
-}
-
-function isHttpUrl(text: string): boolean {
-  try {
-    const url = new URL(text);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
-  } catch {
-    return false;
-  }
 }

@@ -1,9 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 
-export type BackendMode = 'proxy' | 'web';
-export const BACKEND_MODES: readonly BackendMode[] = ['proxy', 'web'];
-
 export type IdentityHeaderPolicy = 'strip' | 'pass';
 
 /** A share backend: the handler behind one listener (the agent backend process, a web share, an access). */

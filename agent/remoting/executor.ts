@@ -2,6 +2,7 @@ import type { AccessEntry, Agent, AgentStatus } from '../agent.ts';
 import type { HealthCheckResult } from '../healthcheck.ts';
 import { parseDuration } from '../../lib/duration.ts';
 import { badInput } from '../../lib/errors.ts';
+import { API_SHARE_FIELDS } from '../../lib/share/surfaces.ts';
 
 /** `/agent/share` arguments (seed field names), as the controller forwards them. */
 export interface RemoteShareArgs {
@@ -41,16 +42,7 @@ export interface RemoteExecutor {
 export function agentExecutor(agent: Agent): RemoteExecutor {
   return {
     async share(args) {
-      const entry = await agent.share({
-        shareMode: args.shareMode,
-        backendMode: args.backendMode,
-        target: args.target,
-        ...(args.oauthProvider !== undefined ? { oauthProvider: args.oauthProvider } : {}),
-        ...(args.oauthEmailAddressPatterns !== undefined
-          ? { oauthEmailAddressPatterns: args.oauthEmailAddressPatterns }
-          : {}),
-        ...(args.oauthCheckInterval !== undefined ? { oauthCheckInterval: args.oauthCheckInterval } : {}),
-      });
+      const entry = await agent.share(args, API_SHARE_FIELDS);
       return { token: entry.token, frontendEndpoints: entry.frontendEndpoints };
     },
     async unshare(args) {

@@ -31,7 +31,7 @@ describe('shareSpecFromArgs', () => {
         'abcdefghijkl',
       ),
     ).toThrow(
-      /^backendMode: only proxy shares .*; target: must be an absolute http or https URL, got "\/srv\/x"; oauthProvider: required when .*; oauthProvider: OAuth applies to public shares only; oauthCheckInterval: must be a duration/,
+      /^invalid share:\n {2}- backendMode: only proxy shares .*\n {2}- target: must be an absolute URL, got "\/srv\/x"\n {2}- oauthProvider: required when .*\n {2}- oauthProvider: OAuth options apply to public shares only.*\n {2}- oauthCheckInterval: must be a duration/,
     );
   });
 

@@ -1,6 +1,6 @@
-import { parseDuration } from '../../lib/duration.ts';
-import { badInput } from '../../lib/errors.ts';
-import { compileGlob } from '../../lib/glob.ts';
+import { badInput, valueOrThrow } from '../../lib/errors.ts';
+import { API_SHARE_FIELDS } from '../../lib/share/surfaces.ts';
+import { validateShareSpec, type ShareRules } from '../../lib/share/validate.ts';
 import type { AccessSpec, ShareSpec } from '../../lib/kube/resources.ts';
 import { listenAddressProblem, parseListenAddress } from '../../lib/listen.ts';
 import type { RemoteShareArgs } from './executor.ts';
@@ -8,59 +8,38 @@ import type { RemoteShareArgs } from './executor.ts';
 /** The Access Service's port when `/agent/access` names no bind address. */
 export const DEFAULT_BIND_PORT = 8080;
 
+/** What the environment agent can create: the API cannot name the volume a web share would serve. */
+const KUBE_SHARE_RULES: ShareRules = {
+  backendModes: ['proxy'],
+  unsupportedBackend:
+    'only proxy shares can be created remotely in a Kubernetes environment (a web share serves a volume: create the Share object with spec.webVolume)',
+};
+
 /**
- * A Share spec from `/agent/share` arguments. Only proxy shares can be created remotely: a web share
- * in a cluster serves a volume (spec.webVolume), which the API cannot name. Every problem is reported
- * at once, with the API's field names.
+ * A Share spec from `/agent/share` arguments, through the one share validator with the API's field
+ * names: the same bad body gets the same problems as from a single-machine agent
+ * (test/contracts/remote-executor.ts). Only proxy shares can be created remotely; the OAuth provider
+ * is checked by the operator, which knows the installation's providers.
  */
 export function shareSpecFromArgs(args: RemoteShareArgs, token: string): ShareSpec & { token: string } {
-  const problems: string[] = [];
-  const shareMode = args.shareMode;
-  if (shareMode !== 'public' && shareMode !== 'private') {
-    problems.push(`shareMode: must be public or private, got ${JSON.stringify(shareMode)}`);
-  }
-  if (args.backendMode !== 'proxy') {
-    problems.push(
-      `backendMode: only proxy shares can be created remotely in a Kubernetes environment (a web share serves a volume: create the Share object with spec.webVolume), got ${JSON.stringify(args.backendMode)}`,
-    );
-  }
-  if (!isHttpUrl(args.target)) {
-    problems.push(`target: must be an absolute http or https URL, got ${JSON.stringify(args.target)}`);
-  }
-  const oauthWanted =
-    args.oauthProvider !== undefined ||
-    args.oauthEmailAddressPatterns !== undefined ||
-    args.oauthCheckInterval !== undefined;
-  if (oauthWanted && args.oauthProvider === undefined) {
-    problems.push('oauthProvider: required when oauthEmailAddressPatterns or oauthCheckInterval is given');
-  }
-  if (oauthWanted && shareMode !== 'public') problems.push('oauthProvider: OAuth applies to public shares only');
-  (args.oauthEmailAddressPatterns ?? []).forEach((pattern, i) => {
-    try {
-      compileGlob(pattern);
-    } catch (err) {
-      problems.push(`oauthEmailAddressPatterns[${i}]: ${(err as Error).message}`);
-    }
-  });
-  if (args.oauthCheckInterval !== undefined && parseDuration(args.oauthCheckInterval) === undefined) {
-    problems.push(
-      `oauthCheckInterval: must be a duration such as 30m or 3h, got ${JSON.stringify(args.oauthCheckInterval)}`,
-    );
-  }
-  if (problems.length > 0) throw badInput(problems.join('; '), 'invalid_share');
+  const spec = valueOrThrow(
+    validateShareSpec({ ...args }, API_SHARE_FIELDS, KUBE_SHARE_RULES),
+    'invalid_share',
+    'invalid share',
+  );
   return {
-    shareMode: shareMode as 'public' | 'private',
+    shareMode: spec.shareMode,
     backendMode: 'proxy',
-    target: args.target,
+    target: spec.target,
     token,
-    ...(args.oauthProvider !== undefined
+    ...(spec.oauth
       ? {
           oauth: {
-            provider: args.oauthProvider,
-            ...(args.oauthEmailAddressPatterns?.length
-              ? { emailAddressPatterns: [...args.oauthEmailAddressPatterns] }
+            provider: spec.oauth.provider,
+            ...(spec.oauth.emailAddressPatterns.length
+              ? { emailAddressPatterns: [...spec.oauth.emailAddressPatterns] }
               : {}),
-            ...(args.oauthCheckInterval !== undefined ? { checkInterval: args.oauthCheckInterval } : {}),
+            ...(spec.oauth.checkInterval !== undefined ? { checkInterval: spec.oauth.checkInterval } : {}),
           },
         }
       : {}),
@@ -83,13 +62,4 @@ export function accessSpecFromArgs(args: { shareToken: string; bindAddress?: str
     bindPort = address.port;
   }
   return { shareToken: args.shareToken, bindPort };
-}
-
-function isHttpUrl(text: string): boolean {
-  try {
-    const url = new URL(text);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
-  } catch {
-    return false;
-  }
 }

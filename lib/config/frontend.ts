@@ -1,6 +1,7 @@
 import { ConfigReader, join, loadYamlFile } from '../config-reader.ts';
 import type { ListenAddress } from '../listen.ts';
-import { SHARE_KEYS, readShareOptions, type ShareRoute } from '../share/spec.ts';
+import { readShareOptions } from '../share/config-file.ts';
+import { SHARE_KEYS, type ShareRoute } from '../share/spec.ts';
 import { readProviders, type ProviderConfig } from './providers.ts';
 
 export interface OAuthConfig {

@@ -1,9 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { ConfigReader } from '../config-reader.ts';
-import { join } from '../config-reader.ts';
-import { parseDuration } from '../duration.ts';
-import { compileGlob, type EmailGlob } from '../glob.ts';
+import type { EmailGlob } from '../glob.ts';
+
+export type ShareMode = 'public' | 'private';
+export const SHARE_MODES: readonly ShareMode[] = ['public', 'private'];
+/** proxy: forward to a URL; web: serve a folder. */
+export type BackendMode = 'proxy' | 'web';
+export const BACKEND_MODES: readonly BackendMode[] = ['proxy', 'web'];
 
 export interface ShareOAuth {
   readonly provider: string;
@@ -37,57 +40,3 @@ export const DEFAULT_CHECK_INTERVAL = '3h';
 export const SHARE_TOKEN = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
 export const SHARE_KEYS = ['token', 'target', 'oauth_provider', 'oauth_email_address_patterns', 'oauth_check_interval'];
-
-/**
- * Validates one share's options (token, target, OAuth). Shared by the frontend config file and the
- * agent, so a share created through the CLI is held to exactly the same rules.
- */
-export function readShareOptions(
-  r: ConfigReader,
-  o: Record<string, unknown>,
-  path: string,
-  providerNames: readonly string[] | undefined,
-): DirectShareRoute | undefined {
-  const before = r.problems.length;
-  const token = r.string(o, 'token', path);
-  if (token !== undefined && !SHARE_TOKEN.test(token)) {
-    r.problem(join(path, 'token'), 'must be a DNS label: lower-case letters, digits and -, at most 63 characters');
-  }
-  const target = r.url(o, 'target', path);
-  const provider = r.string(o, 'oauth_provider', path, { required: false });
-  if (provider !== undefined && providerNames && !providerNames.includes(provider)) {
-    r.problem(
-      join(path, 'oauth_provider'),
-      `unknown provider ${JSON.stringify(provider)} (configured: ${providerNames.join(', ') || 'none'})`,
-    );
-  }
-  const patternTexts = r.stringArray(o, 'oauth_email_address_patterns', path, { required: false }) ?? [];
-  const emailPatterns: EmailGlob[] = [];
-  patternTexts.forEach((text, i) => {
-    try {
-      emailPatterns.push(compileGlob(text));
-    } catch (err) {
-      r.problem(join(join(path, 'oauth_email_address_patterns'), i), (err as Error).message);
-    }
-  });
-  const intervalText = r.string(o, 'oauth_check_interval', path, { required: false });
-  const checkIntervalMs = parseDuration(intervalText ?? DEFAULT_CHECK_INTERVAL);
-  if (checkIntervalMs === undefined) {
-    r.problem(
-      join(path, 'oauth_check_interval'),
-      `must be a duration such as 30m or 3h, got ${JSON.stringify(intervalText)}`,
-    );
-  }
-  if (provider === undefined && (patternTexts.length > 0 || intervalText !== undefined)) {
-    r.problem(
-      join(path, 'oauth_provider'),
-      'required when oauth_email_address_patterns or oauth_check_interval is set',
-    );
-  }
-  if (r.problems.length > before || !token || !target || checkIntervalMs === undefined) return undefined;
-  return {
-    token,
-    target,
-    ...(provider ? { oauth: { provider, emailPatterns, checkIntervalMs } } : {}),
-  };
-}

@@ -1,0 +1,224 @@
+import { ConfigReader, join } from '../config-reader.ts';
+import type { ProblemCode } from '../error-codes.ts';
+import type { Result } from '../errors.ts';
+import { compileGlob, type EmailGlob } from '../glob.ts';
+import {
+  BACKEND_MODES,
+  DEFAULT_CHECK_INTERVAL,
+  SHARE_MODES,
+  SHARE_TOKEN,
+  type BackendMode,
+  type ShareMode,
+} from './spec.ts';
+import { parseDuration } from '../duration.ts';
+
+/** The fields of a share, in the product's own names (those of the API body). */
+export type ShareField =
+  | 'token'
+  | 'shareMode'
+  | 'backendMode'
+  | 'target'
+  | 'oauthProvider'
+  | 'oauthEmailAddressPatterns'
+  | 'oauthCheckInterval'
+  | 'webListing'
+  | 'webVolume';
+
+/** A share as some surface states it, renamed to the product's field names; values not yet checked. */
+export type ShareInput = { readonly [F in ShareField]?: unknown };
+
+/**
+ * How one surface spells each field: problems are reported at these paths, and messages that name
+ * another field use them too. The surfaces' tables are in lib/share/surfaces.ts.
+ */
+export type ShareFieldNames = { readonly [F in ShareField]: string };
+
+/** What the place that creates the share can do. */
+export interface ShareRules {
+  /** Backend modes it can create (both unless said otherwise). */
+  readonly backendModes?: readonly BackendMode[];
+  /** Why another backend mode cannot be created here (shown with the refused value). */
+  readonly unsupportedBackend?: string;
+  /** The OAuth providers configured; undefined when the provider is checked later, by whoever knows them. */
+  readonly providerNames?: readonly string[];
+  /** A web share's target here (a local folder, a path in a mounted volume): what is wrong with it. */
+  readonly webTarget?: (target: string) => { message: string; code: ProblemCode } | undefined;
+  /** The token is part of the input and must be given (a config file names its shares). */
+  readonly tokenRequired?: boolean;
+  /** `webVolume` is a field here (a Share object): exactly one source for a web share, none for proxy. */
+  readonly webVolume?: boolean;
+}
+
+export interface ValidShareSpec {
+  readonly token?: string;
+  readonly shareMode: ShareMode;
+  readonly backendMode: BackendMode;
+  /** proxy: the URL as given; web: the folder. */
+  readonly target: string;
+  /** proxy only: the parsed target. */
+  readonly targetUrl?: URL;
+  readonly oauth?: {
+    readonly provider: string;
+    readonly emailAddressPatterns: readonly string[];
+    readonly emailPatterns: readonly EmailGlob[];
+    /** As given; undefined means the default (DEFAULT_CHECK_INTERVAL). */
+    readonly checkInterval?: string;
+    readonly checkIntervalMs: number;
+  };
+  readonly webListing: boolean;
+  readonly webVolume?: { readonly configMap?: string; readonly persistentVolumeClaim?: string };
+}
+
+const TOKEN_RULE = 'must be a DNS label: lower-case letters, digits and -, at most 63 characters';
+
+/**
+ * The one validator of a share, whichever surface states it: the frontend config file
+ * (`shares[]`), the CLI, the API body (both executors), the Share object. Every problem is returned
+ * at once, each with the surface's field path, a stable code and the same message for the same
+ * mistake; the surface's adapter only renames fields (`names`) and says what it can create
+ * (`rules`); `under` prefixes every path (a config file's `shares[0]`). Order: token, share mode, backend mode, target, web volume, OAuth provider, OAuth on a
+ * private share, email patterns, check interval, web listing.
+ */
+export function validateShareSpec(
+  input: ShareInput,
+  fieldNames: ShareFieldNames,
+  rules: ShareRules = {},
+  under = '',
+): Result<ValidShareSpec> {
+  const r = new ConfigReader();
+  /** Problem paths: the field names under `under` (a config file's `shares[0]`). */
+  const names = under ? pathsUnder(under, fieldNames) : fieldNames;
+  /** Reads one field with the config reader's wording, at the surface's path. */
+  const field = (f: ShareField): Record<string, unknown> => ({ [names[f]]: input[f] });
+  const given = (f: ShareField): boolean => input[f] !== undefined && input[f] !== null;
+
+  const token = given('token') || rules.tokenRequired ? r.string(field('token'), names.token, '') : undefined;
+  if (token !== undefined && !SHARE_TOKEN.test(token)) r.problem(names.token, TOKEN_RULE);
+  const shareMode = oneOf(r, input.shareMode ?? 'public', names.shareMode, SHARE_MODES);
+  const backendMode = backendModeOf(r, input.backendMode ?? 'proxy', names.backendMode, rules);
+
+  let target: string | undefined;
+  let targetUrl: URL | undefined;
+  if (backendMode === 'web') {
+    target = r.string(field('target'), names.target, '');
+    const wrong = target !== undefined ? rules.webTarget?.(target) : undefined;
+    if (wrong) r.problem(names.target, wrong.message, wrong.code);
+  } else {
+    targetUrl = r.url(field('target'), names.target, '');
+    target = typeof input.target === 'string' ? input.target : undefined;
+  }
+  const webVolume = rules.webVolume ? webVolumeOf(r, input.webVolume, backendMode, names, fieldNames) : undefined;
+
+  const provider = r.string(field('oauthProvider'), names.oauthProvider, '', { required: false });
+  const wantsOAuth = given('oauthProvider') || given('oauthEmailAddressPatterns') || given('oauthCheckInterval');
+  if (provider === undefined && (given('oauthEmailAddressPatterns') || given('oauthCheckInterval'))) {
+    r.problem(
+      names.oauthProvider,
+      `required when ${fieldNames.oauthEmailAddressPatterns} or ${fieldNames.oauthCheckInterval} is set`,
+      'required',
+    );
+  }
+  const known = rules.providerNames;
+  if (provider !== undefined && known && !known.includes(provider)) {
+    r.problem(
+      names.oauthProvider,
+      `unknown provider ${JSON.stringify(provider)} (configured: ${known.join(', ') || 'none'})`,
+      'unknown_provider',
+    );
+  }
+  if (wantsOAuth && shareMode === 'private') {
+    r.problem(
+      names.oauthProvider,
+      'OAuth options apply to public shares only (a private share is reached through an access)',
+      'not_allowed',
+    );
+  }
+  const patterns = r.stringArray(field('oauthEmailAddressPatterns'), names.oauthEmailAddressPatterns, '', {
+    required: false,
+  });
+  const emailPatterns: EmailGlob[] = [];
+  patterns?.forEach((text, i) => {
+    try {
+      emailPatterns.push(compileGlob(text));
+    } catch (err) {
+      r.problem(`${names.oauthEmailAddressPatterns}[${i}]`, (err as Error).message);
+    }
+  });
+  const checkInterval = r.string(field('oauthCheckInterval'), names.oauthCheckInterval, '', { required: false });
+  const checkIntervalMs = parseDuration(checkInterval ?? DEFAULT_CHECK_INTERVAL);
+  if (checkIntervalMs === undefined) {
+    r.problem(names.oauthCheckInterval, `must be a duration such as 30m or 3h, got ${JSON.stringify(checkInterval)}`);
+  }
+  const webListing = r.boolean(field('webListing'), names.webListing, '', { required: false }) ?? false;
+  if (webListing && backendMode !== 'web') {
+    r.problem(names.webListing, `applies to ${fieldNames.backendMode} web only`, 'not_allowed');
+  }
+
+  if (r.problems.length > 0 || !shareMode || !backendMode || target === undefined || checkIntervalMs === undefined) {
+    return { ok: false, problems: r.problems };
+  }
+  return {
+    ok: true,
+    value: {
+      ...(token !== undefined ? { token } : {}),
+      shareMode,
+      backendMode,
+      target,
+      ...(targetUrl ? { targetUrl } : {}),
+      ...(provider !== undefined
+        ? {
+            oauth: {
+              provider,
+              emailAddressPatterns: patterns ?? [],
+              emailPatterns,
+              ...(checkInterval !== undefined ? { checkInterval } : {}),
+              checkIntervalMs,
+            },
+          }
+        : {}),
+      webListing,
+      ...(webVolume ? { webVolume } : {}),
+    },
+  };
+}
+
+function oneOf<T extends string>(r: ConfigReader, value: unknown, path: string, allowed: readonly T[]): T | undefined {
+  const found = allowed.find((a) => a === value);
+  if (!found) r.problem(path, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`, 'not_allowed');
+  return found;
+}
+
+function backendModeOf(r: ConfigReader, value: unknown, path: string, rules: ShareRules): BackendMode | undefined {
+  const mode = oneOf(r, value, path, BACKEND_MODES);
+  if (!mode || (rules.backendModes ?? BACKEND_MODES).includes(mode)) return mode;
+  r.problem(path, `${rules.unsupportedBackend ?? 'not supported here'}, got ${JSON.stringify(mode)}`, 'unsupported');
+  return undefined;
+}
+
+/** A Share object's web volume: exactly one source for a web share, none for a proxy share. */
+function webVolumeOf(
+  r: ConfigReader,
+  value: unknown,
+  backendMode: BackendMode | undefined,
+  names: ShareFieldNames,
+  fieldNames: ShareFieldNames,
+): ValidShareSpec['webVolume'] {
+  const volume = (value ?? undefined) as ValidShareSpec['webVolume'];
+  if (backendMode === 'proxy' && volume) {
+    r.problem(names.webVolume, `only applies to ${fieldNames.backendMode} web`, 'not_allowed');
+  }
+  if (backendMode !== 'web') return undefined;
+  const sources = [volume?.configMap, volume?.persistentVolumeClaim].filter(Boolean);
+  if (sources.length !== 1) {
+    r.problem(
+      names.webVolume,
+      `set exactly one of configMap or persistentVolumeClaim for ${fieldNames.backendMode} web`,
+      'required',
+    );
+  }
+  return volume;
+}
+
+function pathsUnder(under: string, names: ShareFieldNames): ShareFieldNames {
+  return Object.fromEntries(Object.entries(names).map(([f, name]) => [f, join(under, name)])) as ShareFieldNames;
+}
