@@ -1,21 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { parseDuration } from '../lib/duration.ts';
-import { badInput, errorText, notFound } from '../lib/errors.ts';
+import { errorText, valueOrThrow } from '../lib/errors.ts';
 import { compileGlob } from '../lib/glob.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { ShareRoute } from '../lib/share/spec.ts';
 import type { ShareFieldNames } from '../lib/share/validate.ts';
 import type { ShareSource } from '../lib/share/source.ts';
 import { listenHandler, type RunningListener } from './backends/listener.ts';
-import { formatAddress, listenAddressProblem, parseListenAddress } from '../lib/listen.ts';
+import { formatAddress, parseListenAddress, type ListenAddress } from '../lib/listen.ts';
 import { proxyBackend } from './backends/proxy.ts';
 import { webBackend } from './backends/web.ts';
+import { httpHealthCheck, type HealthCheckResult } from './healthcheck.ts';
+import { healthCheckUnsupported, notPrivate, unknownAccess, unknownShare } from './refusals.ts';
 import {
-  DEFAULT_HEALTHCHECK_TIMEOUT_MS,
-  assertEndpointPath,
-  httpHealthCheck,
-  type HealthCheckResult,
-} from './healthcheck.ts';
+  API_REQUEST_FIELDS,
+  validateBindAddress,
+  validateHealthCheckRequest,
+  type RequestFieldNames,
+} from './requests.ts';
 import { validateShareRequest, type ShareRequest } from './share-request.ts';
 import type { AccessRecord, AgentStore, ShareRecord } from './store.ts';
 import { newToken } from '../lib/token.ts';
@@ -45,12 +47,13 @@ export interface AgentStatus {
   accesses: AccessEntry[] | null;
 }
 
+/** A health check as asked for; `expectedStatus` and `timeout` (duration text) are checked here. */
 export interface HealthCheckCall {
   readonly shareToken: string;
   readonly verb: string;
   readonly path: string;
-  readonly expectedStatus: number;
-  readonly timeoutMs?: number;
+  readonly expectedStatus: unknown;
+  readonly timeout?: unknown;
   readonly followRedirects?: boolean;
 }
 
@@ -62,9 +65,6 @@ export interface AgentOptions {
   /** Public URL of a share token (`http://<token>.<domain>:<port>`), once the frontend listens. */
   publicUrl?: (token: string) => string;
 }
-
-/** A check holds a connection; five minutes is far beyond any useful health check. */
-const MAX_HEALTHCHECK_TIMEOUT_MS = 5 * 60_000;
 
 interface LiveShare {
   readonly record: ShareRecord;
@@ -115,9 +115,14 @@ export class Agent {
       const share = this.shares.get(record.shareToken);
       if (!share && !record.remote) continue;
       try {
+        const address = valueOrThrow(
+          validateBindAddress(record.bindAddress, API_REQUEST_FIELDS),
+          'invalid_bind',
+          `stored access ${record.token}`,
+        );
         const listener = share
-          ? await this.startAccess(share, record.bindAddress)
-          : await this.startRemoteAccess(record.shareToken, record.bindAddress);
+          ? await this.startAccess(share, address)
+          : await this.startRemoteAccess(record.shareToken, address);
         this.accesses.set(record.token, { record, listener });
       } catch (err) {
         this.options.logger.error({ access: record.token, err: errorText(err) }, 'cannot restore access');
@@ -186,7 +191,7 @@ export class Agent {
   unshare(token: string): Promise<{ removedAccesses: string[] }> {
     return this.serialized(async () => {
       const live = this.shares.get(token);
-      if (!live) throw notFound(`unknown share token ${JSON.stringify(token)}`, 'unknown_share');
+      if (!live) throw unknownShare(token);
       await this.publisher?.withdraw(token);
       await this.options.store.deleteShare(token);
       this.shares.delete(token);
@@ -203,26 +208,30 @@ export class Agent {
     });
   }
 
-  /** Creates a private access: a listener at `bind` (default 127.0.0.1 on a free port) forwarding to the share. */
-  access(shareToken: string, bind: string | undefined): Promise<AccessEntry> {
+  /**
+   * Creates a private access: a listener at `bind` (default 127.0.0.1 on a free port) forwarding to
+   * the share. `names` are the field names of the surface that asked (for its error messages).
+   */
+  access(shareToken: string, bind: string | undefined, names: RequestFieldNames): Promise<AccessEntry> {
     return this.serialized(async () => {
       const share = this.shares.get(shareToken);
-      if (!share && this.publisher) return this.remoteAccess(shareToken, bind);
-      if (!share) throw notFound(`unknown share token ${JSON.stringify(shareToken)}`, 'unknown_share');
-      if (share.record.shareMode !== 'private') {
-        throw badInput(
-          `share ${shareToken} is public: reach it at ${this.frontendEndpoints(share.record).join(', ')}`,
-          'not_private',
-        );
-      }
-      return this.keepAccess(shareToken, await this.startAccess(share, bind ?? '127.0.0.1:0'), false);
+      if (!share && this.publisher) return this.remoteAccess(shareToken, bind, names);
+      if (!share) throw unknownShare(shareToken);
+      if (share.record.shareMode !== 'private') throw notPrivate(shareToken, this.frontendEndpoints(share.record));
+      const address = valueOrThrow(validateBindAddress(bind ?? '127.0.0.1:0', names), 'invalid_bind', 'invalid access');
+      return this.keepAccess(shareToken, await this.startAccess(share, address), false);
     });
   }
 
   /** An access to a private share of another machine of the account, through the installation. */
-  private async remoteAccess(shareToken: string, bind: string | undefined): Promise<AccessEntry> {
+  private async remoteAccess(
+    shareToken: string,
+    bind: string | undefined,
+    names: RequestFieldNames,
+  ): Promise<AccessEntry> {
     await (this.publisher as SharePublisher).lookupPrivate(shareToken);
-    return this.keepAccess(shareToken, await this.startRemoteAccess(shareToken, bind ?? '127.0.0.1:0'), true);
+    const address = valueOrThrow(validateBindAddress(bind ?? '127.0.0.1:0', names), 'invalid_bind', 'invalid access');
+    return this.keepAccess(shareToken, await this.startRemoteAccess(shareToken, address), true);
   }
 
   /** Records a started access listener in the store (closing it when that fails) and in the live table. */
@@ -251,7 +260,7 @@ export class Agent {
   unaccess(token: string): Promise<void> {
     return this.serialized(async () => {
       const live = this.accesses.get(token);
-      if (!live) throw notFound(`unknown access token ${JSON.stringify(token)}`, 'unknown_access');
+      if (!live) throw unknownAccess(token);
       await this.options.store.deleteAccess(token);
       this.accesses.delete(token);
       await live.listener?.close();
@@ -265,32 +274,19 @@ export class Agent {
     return { shares: shares.length ? shares : null, accesses: accesses.length ? accesses : null };
   }
 
-  /** Health check of a proxy share's target (seed: "Health check rules"). */
-  async healthCheck(call: HealthCheckCall): Promise<HealthCheckResult> {
+  /**
+   * Health check of a proxy share's target (seed: "Health check rules"). `names` are the field
+   * names of the surface that asked (for its error messages).
+   */
+  async healthCheck(call: HealthCheckCall, names: RequestFieldNames): Promise<HealthCheckResult> {
     const live = this.shares.get(call.shareToken);
-    if (!live) throw notFound(`unknown share token ${JSON.stringify(call.shareToken)}`, 'unknown_share');
-    if (live.record.backendMode !== 'proxy') {
-      throw badInput(
-        `share ${call.shareToken} has backend mode ${live.record.backendMode}; health checks exist only for proxy backends`,
-        'healthcheck_unsupported',
-      );
-    }
-    assertEndpointPath(call.path);
-    if (!Number.isInteger(call.expectedStatus) || call.expectedStatus < 100 || call.expectedStatus > 599) {
-      throw badInput(
-        `expected status must be an HTTP status code (100-599), got ${JSON.stringify(call.expectedStatus)}`,
-      );
-    }
-    const timeoutMs = call.timeoutMs ?? DEFAULT_HEALTHCHECK_TIMEOUT_MS;
-    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_HEALTHCHECK_TIMEOUT_MS) {
-      throw badInput(`timeout must be between 1ms and 5m, got ${JSON.stringify(call.timeoutMs)}ms`);
-    }
+    if (!live) throw unknownShare(call.shareToken);
+    if (live.record.backendMode !== 'proxy') throw healthCheckUnsupported(call.shareToken, live.record.backendMode);
+    const limits = valueOrThrow(validateHealthCheckRequest(call, names), 'invalid_input', 'invalid health check');
     return httpHealthCheck({
       target: live.backendUrl,
       verb: call.verb,
-      path: call.path,
-      expectedStatus: call.expectedStatus,
-      timeoutMs,
+      ...limits,
       followRedirects: call.followRedirects ?? false,
     });
   }
@@ -332,8 +328,7 @@ export class Agent {
     return { record, backendUrl, route, ...(listener ? { listener } : {}) };
   }
 
-  private async startAccess(share: LiveShare, bind: string): Promise<RunningListener> {
-    const address = bindAddressOf(bind);
+  private async startAccess(share: LiveShare, address: ListenAddress): Promise<RunningListener> {
     const handler = proxyBackend({ target: share.backendUrl, identityHeaders: 'strip', logger: this.options.logger });
     try {
       return await listenHandler(handler, address);
@@ -343,9 +338,9 @@ export class Agent {
     }
   }
 
-  private async startRemoteAccess(shareToken: string, bind: string): Promise<RunningListener> {
+  private async startRemoteAccess(shareToken: string, address: ListenAddress): Promise<RunningListener> {
     const handler = remoteAccessHandler({ target: () => this.accessTarget?.(), shareToken });
-    return listenHandler(handler, bindAddressOf(bind));
+    return listenHandler(handler, address);
   }
 
   private shareEntry(live: LiveShare): ShareEntry {
@@ -393,10 +388,4 @@ function endpointHost(bindAddress: string): string {
   if (!parsed) return bindAddress;
   const host = parsed.host === '0.0.0.0' ? '127.0.0.1' : parsed.host === '::' ? '::1' : parsed.host;
   return formatAddress({ host, port: parsed.port });
-}
-
-function bindAddressOf(bind: string): { host: string; port: number } {
-  const address = parseListenAddress(bind);
-  if (!address) throw badInput(`bindAddress: ${listenAddressProblem(bind)}`, 'invalid_bind');
-  return address;
 }

@@ -1,7 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
 import { formatDuration } from '../lib/duration.ts';
-import { badInput } from '../lib/errors.ts';
 
 /** What to check: `verb` sent to `target + path`, healthy when the status equals `expectedStatus`. */
 export interface HealthCheckRequest {
@@ -16,7 +15,6 @@ export interface HealthCheckRequest {
 
 export type HealthCheckResult = { healthy: true } | { healthy: false; error: string };
 
-export const DEFAULT_HEALTHCHECK_TIMEOUT_MS = 5_000;
 const MAX_REDIRECTS = 10;
 const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
@@ -63,21 +61,6 @@ export async function httpHealthCheck(request: HealthCheckRequest): Promise<Heal
     }
     if (status.code === request.expectedStatus) return { healthy: true };
     return { healthy: false, error: `unexpected status code; got '${status.code}', want '${request.expectedStatus}'` };
-  }
-}
-
-/**
- * Refuses an `endpoint` that is not a plain path on the share's own backend (seed: "`endpoint`
- * (path on the backend)"): a health check must never be turned into a request to another host, so
- * `http://other-host/x`, `//other-host/x`, `@other-host`, `\\other-host` and paths with spaces or
- * control characters are bad input rather than something to interpret.
- */
-export function assertEndpointPath(endpoint: string): void {
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
-  if (!endpoint.startsWith('/') || endpoint.startsWith('//') || /[\\\s\u0000-\u001f\u007f]/u.test(endpoint)) {
-    throw badInput(
-      `endpoint must be a path on the share's backend, starting with a single / (got ${JSON.stringify(endpoint)})`,
-    );
   }
 }
 

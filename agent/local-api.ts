@@ -5,6 +5,7 @@ import { SvcError, badInput, errorText } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { CLI_SHARE_FIELDS } from '../lib/share/surfaces.ts';
 import type { Agent } from './agent.ts';
+import { CLI_REQUEST_FIELDS } from './requests.ts';
 
 const MAX_BODY = 64 * 1024;
 
@@ -34,14 +35,17 @@ export async function startLocalApi(agent: Agent, path: string, logger: Logger):
       /^\/v1\/shares\/([a-z0-9-]{1,63})\/http-healthcheck$/,
       async (m, body) => [
         200,
-        await agent.healthCheck({
-          shareToken: m[1] as string,
-          verb: stringField(body, 'verb'),
-          path: stringField(body, 'path'),
-          expectedStatus: body.expectedStatus as number,
-          ...(typeof body.timeoutMs === 'number' ? { timeoutMs: body.timeoutMs } : {}),
-          followRedirects: body.followRedirects === true,
-        }),
+        await agent.healthCheck(
+          {
+            shareToken: m[1] as string,
+            verb: stringField(body, 'verb'),
+            path: stringField(body, 'path'),
+            expectedStatus: body.expectedStatus,
+            timeout: body.timeout,
+            followRedirects: body.followRedirects === true,
+          },
+          CLI_REQUEST_FIELDS,
+        ),
       ],
     ],
     [
@@ -49,7 +53,11 @@ export async function startLocalApi(agent: Agent, path: string, logger: Logger):
       /^\/v1\/accesses$/,
       async (_m, body) => [
         201,
-        await agent.access(stringField(body, 'shareToken'), typeof body.bind === 'string' ? body.bind : undefined),
+        await agent.access(
+          stringField(body, 'shareToken'),
+          typeof body.bind === 'string' ? body.bind : undefined,
+          CLI_REQUEST_FIELDS,
+        ),
       ],
     ],
     ['DELETE', /^\/v1\/accesses\/([a-z0-9-]{1,63})$/, async (m) => [200, (await agent.unaccess(m[1] as string)) ?? {}]],

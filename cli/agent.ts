@@ -1,7 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { HealthCheckResult } from '../agent/healthcheck.ts';
-import { parseDuration } from '../lib/duration.ts';
-import { badInput } from '../lib/errors.ts';
+import { expectedStatusProblem } from '../agent/requests.ts';
 import { localClient, printJson, subcommand, withLocalOptions, type LocalOptions } from './local.ts';
 
 interface HealthCheckOptions extends LocalOptions {
@@ -29,16 +28,14 @@ export function registerAgentCommands(program: Command): void {
       .option('--timeout <duration>', 'give up after this long', '5s')
       .option('--follow-redirects', 'follow redirects instead of taking a 3xx as the answer'),
   ).action(async (shareToken: string, verb: string, path: string, expectedStatus: number, opts: HealthCheckOptions) => {
-    const timeoutMs = parseDuration(opts.timeout);
-    if (timeoutMs === undefined)
-      throw badInput(`--timeout: must be a duration such as 500ms, 5s or 1m, got ${JSON.stringify(opts.timeout)}`);
+    // The agent checks the expected status's range and the timeout (agent/requests.ts), with these flags' names.
     const result = await localClient(opts).post<HealthCheckResult>(
       `/v1/shares/${encodeURIComponent(shareToken)}/http-healthcheck`,
       {
         verb,
         path,
         expectedStatus,
-        timeoutMs,
+        timeout: opts.timeout,
         followRedirects: opts.followRedirects === true,
       },
     );
@@ -80,10 +77,9 @@ export function registerAgentCommands(program: Command): void {
     );
 }
 
+/** A usage error (exit 2) when the argument is no status code at all; the rule is agent/requests.ts's. */
 function parseStatus(text: string): number {
-  const code = Number(text);
-  if (!/^\d{3}$/.test(text) || code < 100 || code > 599) {
-    throw new InvalidArgumentError(`must be an HTTP status code (100-599), got ${JSON.stringify(text)}`);
-  }
-  return code;
+  const problem = expectedStatusProblem(/^\d{3}$/.test(text) ? Number(text) : text);
+  if (problem) throw new InvalidArgumentError(problem);
+  return Number(text);
 }

@@ -1,8 +1,7 @@
 import type { AccessEntry, Agent, AgentStatus } from '../agent.ts';
 import type { HealthCheckResult } from '../healthcheck.ts';
-import { parseDuration } from '../../lib/duration.ts';
-import { badInput } from '../../lib/errors.ts';
 import { API_SHARE_FIELDS } from '../../lib/share/surfaces.ts';
+import { API_REQUEST_FIELDS } from '../requests.ts';
 
 /** `/agent/share` arguments (seed field names), as the controller forwards them. */
 export interface RemoteShareArgs {
@@ -49,20 +48,18 @@ export function agentExecutor(agent: Agent): RemoteExecutor {
       await agent.unshare(args.token);
     },
     status: () => Promise.resolve(agent.status()),
-    access: (args) => agent.access(args.shareToken, args.bindAddress),
+    access: (args) => agent.access(args.shareToken, args.bindAddress, API_REQUEST_FIELDS),
     unaccess: (args) => agent.unaccess(args.token),
-    healthcheck(args) {
-      const timeoutMs = args.timeout === undefined ? undefined : parseDuration(args.timeout);
-      if (args.timeout !== undefined && timeoutMs === undefined) {
-        throw badInput(`timeout: must be a duration such as 5s, got ${JSON.stringify(args.timeout)}`);
-      }
-      return agent.healthCheck({
-        shareToken: args.shareToken,
-        verb: args.httpVerb,
-        path: args.endpoint,
-        expectedStatus: args.expectedHttpResponse,
-        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      });
-    },
+    healthcheck: (args) =>
+      agent.healthCheck(
+        {
+          shareToken: args.shareToken,
+          verb: args.httpVerb,
+          path: args.endpoint,
+          expectedStatus: args.expectedHttpResponse,
+          timeout: args.timeout,
+        },
+        API_REQUEST_FIELDS,
+      ),
   };
 }

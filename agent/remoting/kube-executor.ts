@@ -1,12 +1,8 @@
 import type { AgentStatus } from '../agent.ts';
-import {
-  DEFAULT_HEALTHCHECK_TIMEOUT_MS,
-  assertEndpointPath,
-  httpHealthCheck,
-  type HealthCheckResult,
-} from '../healthcheck.ts';
-import { parseDuration } from '../../lib/duration.ts';
-import { SvcError, badInput, notFound } from '../../lib/errors.ts';
+import { httpHealthCheck, type HealthCheckResult } from '../healthcheck.ts';
+import { healthCheckUnsupported, notPrivate, unknownAccess, unknownShare } from '../refusals.ts';
+import { API_REQUEST_FIELDS, validateHealthCheckRequest } from '../requests.ts';
+import { SvcError, badInput, valueOrThrow } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { ACCESSES, SHARES, type Access, type KubeObject, type Share } from '../../lib/kube/resources.ts';
@@ -15,8 +11,6 @@ import type { RemoteExecutor, RemoteHealthCheckArgs } from './executor.ts';
 import { accessEntry, accessToken, shareEntry, shareToken } from './kube-entries.ts';
 import { NamespaceObjects } from './kube-objects.ts';
 import { accessSpecFromArgs, shareSpecFromArgs } from './kube-specs.ts';
-
-const MAX_HEALTHCHECK_TIMEOUT_MS = 5 * 60_000;
 
 export interface KubeExecutorOptions {
   readonly client: KubeClient;
@@ -40,7 +34,6 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
   const objects = new NamespaceObjects(options.client, namespace, readyTimeoutMs);
   const findShare = async (token: string): Promise<Share | undefined> =>
     (await objects.shares()).find((s) => shareToken(s) === token);
-  const unknownShare = (token: string) => notFound(`unknown share token ${JSON.stringify(token)}`, 'unknown_share');
 
   return {
     async share(args) {
@@ -86,8 +79,13 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
     },
 
     async access(args) {
+      const share = await findShare(args.shareToken);
+      if (!share) throw unknownShare(args.shareToken);
+      // Refused here, as on one machine, rather than after the operator's verdict on an Access object.
+      if ((share.spec?.shareMode ?? 'public') !== 'private') {
+        throw notPrivate(args.shareToken, share.status?.frontendEndpoints ?? []);
+      }
       const spec = accessSpecFromArgs(args);
-      if (!(await findShare(spec.shareToken))) throw unknownShare(spec.shareToken);
       const name = `remote-access-${newToken()}`;
       await objects.create(ACCESSES, name, spec);
       // ShareNotFound is transient here (the share exists; the operator's cache may lag behind).
@@ -109,7 +107,7 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
 
     async unaccess({ token }) {
       const access = (await objects.accesses()).find((a) => accessToken(a) === token);
-      if (!access) throw notFound(`unknown access token ${JSON.stringify(token)}`, 'unknown_access');
+      if (!access) throw unknownAccess(token);
       await objects.remove(ACCESSES, access.metadata.name);
       logger.info({ access: access.metadata.name, token }, 'environment agent: deleted Access');
     },
@@ -125,26 +123,20 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
 /** Checks a proxy Share's target from the environment agent's pod (seed: "http-healthcheck"). */
 function healthCheckShare(share: Share, args: RemoteHealthCheckArgs): Promise<HealthCheckResult> {
   const backendMode = share.spec?.backendMode ?? 'proxy';
-  if (backendMode !== 'proxy') {
-    throw badInput(
-      `share ${args.shareToken} has backend mode ${backendMode}; health checks exist only for proxy backends`,
-      'healthcheck_unsupported',
-    );
-  }
-  assertEndpointPath(args.endpoint);
-  const expected = args.expectedHttpResponse;
-  if (!Number.isInteger(expected) || expected < 100 || expected > 599) {
-    throw badInput(`expected status must be an HTTP status code (100-599), got ${JSON.stringify(expected)}`);
-  }
-  const timeoutMs = args.timeout === undefined ? DEFAULT_HEALTHCHECK_TIMEOUT_MS : parseDuration(args.timeout);
-  if (timeoutMs === undefined || timeoutMs <= 0 || timeoutMs > MAX_HEALTHCHECK_TIMEOUT_MS) {
-    throw badInput(`timeout: must be a duration between 1ms and 5m, got ${JSON.stringify(args.timeout)}`);
-  }
+  if (backendMode !== 'proxy') throw healthCheckUnsupported(args.shareToken, backendMode);
+  const limits = valueOrThrow(
+    validateHealthCheckRequest(
+      { path: args.endpoint, expectedStatus: args.expectedHttpResponse, timeout: args.timeout },
+      API_REQUEST_FIELDS,
+    ),
+    'invalid_input',
+    'invalid health check',
+  );
   let target: URL;
   try {
     target = new URL(share.spec?.target ?? '');
   } catch {
     throw badInput(`share ${args.shareToken} has no valid target URL`, 'healthcheck_unsupported');
   }
-  return httpHealthCheck({ target, verb: args.httpVerb, path: args.endpoint, expectedStatus: expected, timeoutMs });
+  return httpHealthCheck({ target, verb: args.httpVerb, ...limits });
 }

@@ -58,6 +58,8 @@ describe('accessSpecFromArgs', () => {
       shareToken: 's',
       bindPort: 9001,
     });
-    expect(() => accessSpecFromArgs({ shareToken: 's', bindAddress: 'localhost' })).toThrow(/^bindAddress:/);
+    expect(() => accessSpecFromArgs({ shareToken: 's', bindAddress: 'localhost' })).toThrow(
+      /^invalid access:\n  - bindAddress: must be ip:port/,
+    );
   });
 });

@@ -1,8 +1,8 @@
-import { badInput, valueOrThrow } from '../../lib/errors.ts';
+import { valueOrThrow } from '../../lib/errors.ts';
 import { API_SHARE_FIELDS } from '../../lib/share/surfaces.ts';
 import { validateShareSpec, type ShareRules } from '../../lib/share/validate.ts';
 import type { AccessSpec, ShareSpec } from '../../lib/kube/resources.ts';
-import { listenAddressProblem, parseListenAddress } from '../../lib/listen.ts';
+import { API_REQUEST_FIELDS, validateBindAddress } from '../requests.ts';
 import type { RemoteShareArgs } from './executor.ts';
 
 /** The Access Service's port when `/agent/access` names no bind address. */
@@ -46,20 +46,18 @@ export function shareSpecFromArgs(args: RemoteShareArgs, token: string): ShareSp
   };
 }
 
-/** An Access spec from `/agent/access` arguments: the port of `bindAddress` becomes spec.bindPort. */
+/**
+ * An Access spec from `/agent/access` arguments: the port of `bindAddress` (the same `ip:port` rule
+ * as a single-machine access, agent/requests.ts) becomes spec.bindPort, the access Service's port.
+ */
 export function accessSpecFromArgs(args: { shareToken: string; bindAddress?: string }): AccessSpec & {
   shareToken: string;
 } {
-  let bindPort = DEFAULT_BIND_PORT;
-  if (args.bindAddress !== undefined) {
-    const address = parseListenAddress(args.bindAddress);
-    if (!address) throw badInput(`bindAddress: ${listenAddressProblem(args.bindAddress)}`, 'invalid_bind');
-    if (address.port === 0)
-      throw badInput(
-        "bindAddress: port 0 (a free port) cannot be the access Service's port; name a port 1-65535",
-        'invalid_bind',
-      );
-    bindPort = address.port;
-  }
-  return { shareToken: args.shareToken, bindPort };
+  if (args.bindAddress === undefined) return { shareToken: args.shareToken, bindPort: DEFAULT_BIND_PORT };
+  const address = valueOrThrow(
+    validateBindAddress(args.bindAddress, API_REQUEST_FIELDS, { servicePort: true }),
+    'invalid_bind',
+    'invalid access',
+  );
+  return { shareToken: args.shareToken, bindPort: address.port };
 }
