@@ -1,4 +1,5 @@
-import { SvcError, badInput, notFound } from '../lib/errors.ts';
+import type { SvcError } from '../lib/errors.ts';
+import { badInput, notFound } from '../lib/errors.ts';
 
 /**
  * The refusals both executors answer with, written once so that the single-machine agent and the

@@ -59,7 +59,7 @@ describe('accessSpecFromArgs', () => {
       bindPort: 9001,
     });
     expect(() => accessSpecFromArgs({ shareToken: 's', bindAddress: 'localhost' })).toThrow(
-      /^invalid access:\n  - bindAddress: must be ip:port/,
+      /^invalid access:\n {2}- bindAddress: must be ip:port/,
     );
   });
 });

@@ -203,20 +203,22 @@ function webVolumeOf(
   names: ShareFieldNames,
   fieldNames: ShareFieldNames,
 ): ValidShareSpec['webVolume'] {
-  const volume = (value ?? undefined) as ValidShareSpec['webVolume'];
+  const volume = r.object(value, names.webVolume, { required: false });
   if (backendMode === 'proxy' && volume) {
     r.problem(names.webVolume, `only applies to ${fieldNames.backendMode} web`, 'not_allowed');
   }
   if (backendMode !== 'web') return undefined;
-  const sources = [volume?.configMap, volume?.persistentVolumeClaim].filter(Boolean);
-  if (sources.length !== 1) {
+  const configMap = volume && r.string(volume, 'configMap', names.webVolume, { required: false });
+  const persistentVolumeClaim =
+    volume && r.string(volume, 'persistentVolumeClaim', names.webVolume, { required: false });
+  if ((configMap === undefined) === (persistentVolumeClaim === undefined)) {
     r.problem(
       names.webVolume,
       `set exactly one of configMap or persistentVolumeClaim for ${fieldNames.backendMode} web`,
       'required',
     );
   }
-  return volume;
+  return { ...(configMap ? { configMap } : {}), ...(persistentVolumeClaim ? { persistentVolumeClaim } : {}) };
 }
 
 function pathsUnder(under: string, names: ShareFieldNames): ShareFieldNames {
