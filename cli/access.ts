@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
 import type { AccessEntry } from '../agent/agent.ts';
-import { badInput } from '../lib/errors.ts';
-import { listenAddressProblem, parseListenAddress } from '../lib/listen.ts';
 import { localClient, printJson, withLocalOptions, type LocalOptions } from './local.ts';
 
 interface AccessOptions extends LocalOptions {
@@ -18,8 +16,6 @@ export function registerAccessCommands(program: Command): void {
       .argument('<share_token>', 'token of the private share')
       .option('--bind <ip:port>', 'where the access listens (default 127.0.0.1 on a free port)'),
   ).action(async (shareToken: string, opts: AccessOptions) => {
-    if (opts.bind !== undefined && !parseListenAddress(opts.bind))
-      throw badInput(`--bind: ${listenAddressProblem(opts.bind)}`, 'invalid_bind');
     const entry = await localClient(opts).post<AccessEntry>('/v1/accesses', {
       shareToken,
       ...(opts.bind !== undefined ? { bind: opts.bind } : {}),

@@ -122,7 +122,7 @@ describe('health check reaches only the share’s own backend', () => {
       const before = { own: own.seen.length, other: other.seen.length };
       const refused = await serve.cli(['agent', 'share', 'http-healthcheck', token, 'GET', endpoint(), '200']);
       expect(refused.code).not.toBe(0);
-      expect(refused.stderr).toContain('endpoint must be a path on the share');
+      expect(refused.stderr).toContain("<path>: must be a path on the share's backend");
       expect(other.seen.length).toBe(before.other);
       expect(own.seen.length).toBe(before.own);
     }),

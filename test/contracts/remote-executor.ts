@@ -159,7 +159,7 @@ const REFUSALS: readonly [string, Command, Refusal | ((shares: SeededShares) => 
     {
       code: 'invalid_bind',
       status: 400,
-      message: 'invalid access:\n  - bindAddress: must be ip:port (for example 127.0.0.1:9191), got "here"',
+      message: 'invalid access:\n  - bindAddress: must be ip:port (for example 0.0.0.0:8080), got "here"',
       paths: ['bindAddress'],
     },
   ],
@@ -182,6 +182,19 @@ const REFUSALS: readonly [string, Command, Refusal | ((shares: SeededShares) => 
       status: 400,
       message: `share ${shares.web} has backend mode web; health checks exist only for proxy backends`,
     }),
+  ],
+  [
+    'healthcheck: an endpoint that names another host',
+    (executor, shares) =>
+      executor.healthcheck({
+        shareToken: shares.publicProxy,
+        httpVerb: 'GET',
+        endpoint: '//other-host/x',
+        expectedHttpResponse: 200,
+      }),
+    invalidHealthCheck([
+      'endpoint: must be a path on the share\'s backend, starting with a single / (got "//other-host/x")',
+    ]),
   ],
   [
     'healthcheck: an expected status that is no HTTP status',
