@@ -240,7 +240,7 @@ describe('operator: Share on a real API server', () => {
     }, 'Ready=False');
     expect(condition(share, 'Ready')).toMatchObject({ reason: 'InvalidSpec', observedGeneration: 1 });
     expect(condition(share, 'Ready')?.message).toContain(
-      'spec.oauth.provider: unknown provider "nope" (the installation configures: dev)',
+      'spec.oauth.provider: unknown provider "nope" (configured: dev)',
     );
     expect(await getOrNone(cp, paths.deployment('svc-share-bad-provider'))).toBeUndefined();
 

@@ -222,12 +222,12 @@ describe('svc serve (single machine)', () => {
       const longTimeout = await check(proxyShare.token, 'GET', '/', '200', '--timeout', '1h');
       expect([longTimeout.code, longTimeout.stderr]).toEqual([
         1,
-        'svc: timeout must be between 1ms and 5m, got 3600000ms\n',
+        'svc: invalid health check:\n  - --timeout: must be between 1ms and 5m, got "1h"\n',
       ]);
       const badTimeout = await check(proxyShare.token, 'GET', '/', '200', '--timeout', 'soon');
       expect([badTimeout.code, badTimeout.stderr]).toEqual([
         1,
-        'svc: --timeout: must be a duration such as 500ms, 5s or 1m, got "soon"\n',
+        'svc: invalid health check:\n  - --timeout: must be a duration such as 500ms, 5s or 1m, got "soon"\n',
       ]);
       const badStatus = await check(proxyShare.token, 'GET', '/', 'ok');
       expect(badStatus.code).toBe(2);
@@ -246,12 +246,12 @@ describe('svc serve (single machine)', () => {
         2,
         "argument 'ftp' is invalid. Allowed choices are proxy, web",
       ],
-      [['share', 'public', 'not a url'], 1, 'target: must be an absolute URL, got "not a url"'],
-      [['share', 'public', 'file:///etc'], 1, 'target: must be an http or https URL'],
+      [['share', 'public', 'not a url'], 1, '<target>: must be an absolute URL, got "not a url"'],
+      [['share', 'public', 'file:///etc'], 1, '<target>: must be an http or https URL'],
       [
         ['share', 'public', '--oauth-provider', 'nope', backend.url],
         1,
-        'oauth_provider: unknown provider "nope" (configured: none)',
+        '--oauth-provider: unknown provider "nope" (configured: none)',
       ],
       [
         ['share', 'public', '--backend-mode', 'web', join(base, 'missing')],
@@ -296,8 +296,8 @@ describe('svc serve (single machine)', () => {
       backend.url,
     ]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('oauth_email_address_patterns[0]: glob "[abc" has an unclosed \'[\'');
-    expect(result.stderr).toContain('oauth_check_interval: must be a duration such as 30m or 3h, got "often"');
+    expect(result.stderr).toContain('--oauth-email-address-pattern[0]: glob "[abc" has an unclosed \'[\'');
+    expect(result.stderr).toContain('--oauth-check-interval: must be a duration such as 30m or 3h, got "often"');
   });
 
   it('refuses a second svc serve on the same data directory', async () => {
