@@ -1,8 +1,8 @@
-import { SvcError } from '../lib/errors.ts';
-import { compileGlob } from '../lib/glob.ts';
-import { parseDuration } from '../lib/duration.ts';
+import { SvcError, valueOrThrow } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
-import { DEFAULT_CHECK_INTERVAL, SHARE_TOKEN } from '../lib/share/spec.ts';
+import { DEFAULT_CHECK_INTERVAL } from '../lib/share/spec.ts';
+import { API_SHARE_FIELDS } from '../lib/share/surfaces.ts';
+import { validateShareSpec } from '../lib/share/validate.ts';
 import type { EnvironmentIdentity, PublishedShare, ShareDirectory } from '../lib/tunnel/directory.ts';
 import type { RegistrationRecord, RegistrationStore } from './registration-store.ts';
 import { environmentOfToken } from './tunnel-api.ts';
@@ -141,44 +141,27 @@ export class ShareRegistry implements ShareDirectory {
     return new SvcError('share_token_taken', `share token ${token} belongs to another environment`, { status: 409 });
   }
 
+  /** The one share validator (lib/share/validate.ts) with the API's names; the target stays with the agent. */
   private validate(env: EnvironmentRecord, share: ShareAnnouncement): RegistrationRecord {
-    const problems: string[] = [];
-    if (!SHARE_TOKEN.test(share.token)) problems.push('token: must be a DNS label');
-    const oauthGiven =
-      share.oauthProvider !== undefined ||
-      share.oauthEmailAddressPatterns !== undefined ||
-      share.oauthCheckInterval !== undefined;
-    if (oauthGiven && share.shareMode !== 'public') problems.push('oauthProvider: OAuth applies to public shares only');
-    if (oauthGiven && share.oauthProvider === undefined) problems.push('oauthProvider: required with OAuth options');
-    if (share.oauthProvider !== undefined && !this.providers.includes(share.oauthProvider)) {
-      problems.push(
-        `oauthProvider: unknown provider ${JSON.stringify(share.oauthProvider)} (the installation has: ${this.providers.join(', ') || 'none'})`,
-      );
-    }
-    (share.oauthEmailAddressPatterns ?? []).forEach((p, i) => {
-      try {
-        compileGlob(p);
-      } catch (err) {
-        problems.push(`oauthEmailAddressPatterns[${i}]: ${(err as Error).message}`);
-      }
-    });
-    const interval = share.oauthCheckInterval ?? DEFAULT_CHECK_INTERVAL;
-    if (parseDuration(interval) === undefined) problems.push(`oauthCheckInterval: not a duration: ${interval}`);
-    if (problems.length > 0) {
-      throw new SvcError('invalid_share', `invalid share:\n  - ${problems.join('\n  - ')}`, { status: 422 });
-    }
+    const rules = { providerNames: this.providers, tokenRequired: true, targetElsewhere: true };
+    const spec = valueOrThrow(
+      validateShareSpec({ ...share }, API_SHARE_FIELDS, rules),
+      'invalid_share',
+      'invalid share',
+      422,
+    );
     return {
       token: share.token,
       envZId: env.envZId,
       accountId: env.accountId,
-      shareMode: share.shareMode,
-      backendMode: share.backendMode,
-      ...(share.oauthProvider !== undefined
+      shareMode: spec.shareMode,
+      backendMode: spec.backendMode,
+      ...(spec.oauth
         ? {
             oauth: {
-              provider: share.oauthProvider,
-              emailAddressPatterns: [...(share.oauthEmailAddressPatterns ?? [])],
-              checkInterval: interval,
+              provider: spec.oauth.provider,
+              emailAddressPatterns: [...spec.oauth.emailAddressPatterns],
+              checkInterval: spec.oauth.checkInterval ?? DEFAULT_CHECK_INTERVAL,
             },
           }
         : {}),

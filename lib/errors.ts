@@ -50,10 +50,13 @@ export function problemsMessage(summary: string, problems: readonly Problem[]): 
   return `${summary}:\n  - ${problems.map(problemText).join('\n  - ')}`;
 }
 
-/** The value of a Result, or an SvcError `code` listing its problems under `summary`. */
-export function valueOrThrow<T>(result: Result<T>, code: AgentCodeOf<400>, summary: string): T {
+/**
+ * The value of a Result, or an SvcError `code` listing its problems under `summary`: status 400 as
+ * an agent answers, 422 where the controller API answers itself.
+ */
+export function valueOrThrow<T>(result: Result<T>, code: AgentCodeOf<400>, summary: string, status = 400): T {
   if (result.ok) return result.value;
-  throw new SvcError(code, problemsMessage(summary, result.problems), { status: 400, problems: result.problems });
+  throw new SvcError(code, problemsMessage(summary, result.problems), { status, problems: result.problems });
 }
 
 /** Invalid configuration: carries every problem found, each with its field path. */

@@ -47,13 +47,15 @@ export interface ShareRules {
   readonly tokenRequired?: boolean;
   /** `webVolume` is a field here (a Share object): exactly one source for a web share, none for proxy. */
   readonly webVolume?: boolean;
+  /** The target stays with the agent (a share published through the tunnel): not part of the input. */
+  readonly targetElsewhere?: boolean;
 }
 
 export interface ValidShareSpec {
   readonly token?: string;
   readonly shareMode: ShareMode;
   readonly backendMode: BackendMode;
-  /** proxy: the URL as given; web: the folder. */
+  /** proxy: the URL as given; web: the folder; empty when the target stays elsewhere. */
   readonly target: string;
   /** proxy only: the parsed target. */
   readonly targetUrl?: URL;
@@ -99,7 +101,9 @@ export function validateShareSpec(
 
   let target: string | undefined;
   let targetUrl: URL | undefined;
-  if (backendMode === 'web') {
+  if (rules.targetElsewhere) {
+    target = '';
+  } else if (backendMode === 'web') {
     target = r.string(field('target'), names.target, '');
     const wrong = target !== undefined ? rules.webTarget?.(target) : undefined;
     if (wrong) r.problem(names.target, wrong.message, wrong.code);
