@@ -1,7 +1,6 @@
 import { isAbsolute } from 'node:path';
 import { errorText, valueOrThrow } from '../lib/errors.ts';
-import { DEFAULT_CHECK_INTERVAL } from '../lib/share/spec.ts';
-import { validateShareSpec, type ShareFieldNames, type ShareRules } from '../lib/share/validate.ts';
+import { storedOAuth, validateShareSpec, type ShareFieldNames, type ShareRules } from '../lib/share/validate.ts';
 import { assertDirectory } from './backends/web.ts';
 import type { ShareRecord } from './store.ts';
 
@@ -46,15 +45,7 @@ export function validateShareRequest(
     shareMode: spec.shareMode,
     backendMode: spec.backendMode,
     target: spec.targetUrl ? spec.targetUrl.href : spec.target,
-    ...(spec.oauth
-      ? {
-          oauth: {
-            provider: spec.oauth.provider,
-            emailAddressPatterns: [...spec.oauth.emailAddressPatterns],
-            checkInterval: spec.oauth.checkInterval ?? DEFAULT_CHECK_INTERVAL,
-          },
-        }
-      : {}),
+    ...storedOAuth(spec),
     ...(spec.webListing ? { webListing: true } : {}),
     createdAt: new Date().toISOString(),
   };

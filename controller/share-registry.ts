@@ -1,8 +1,7 @@
 import { SvcError, valueOrThrow } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
-import { DEFAULT_CHECK_INTERVAL } from '../lib/share/spec.ts';
 import { API_SHARE_FIELDS } from '../lib/share/surfaces.ts';
-import { validateShareSpec } from '../lib/share/validate.ts';
+import { storedOAuth, validateShareSpec } from '../lib/share/validate.ts';
 import type { EnvironmentIdentity, PublishedShare, ShareDirectory } from '../lib/tunnel/directory.ts';
 import type { RegistrationRecord, RegistrationStore } from './registration-store.ts';
 import { environmentOfToken } from './tunnel-api.ts';
@@ -156,15 +155,7 @@ export class ShareRegistry implements ShareDirectory {
       accountId: env.accountId,
       shareMode: spec.shareMode,
       backendMode: spec.backendMode,
-      ...(spec.oauth
-        ? {
-            oauth: {
-              provider: spec.oauth.provider,
-              emailAddressPatterns: [...spec.oauth.emailAddressPatterns],
-              checkInterval: spec.oauth.checkInterval ?? DEFAULT_CHECK_INTERVAL,
-            },
-          }
-        : {}),
+      ...storedOAuth(spec),
       createdAt: new Date().toISOString(),
     };
   }

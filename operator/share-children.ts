@@ -2,9 +2,8 @@ import type { ShareIngressOptions } from './options.ts';
 import { stringify as toYaml } from 'yaml';
 import type { ProblemCode } from '../lib/error-codes.ts';
 import { errorText, problem, type Problem, type Result } from '../lib/errors.ts';
-import { DEFAULT_CHECK_INTERVAL } from '../lib/share/spec.ts';
 import { CRD_SHARE_FIELDS } from '../lib/share/surfaces.ts';
-import { validateShareSpec, type ShareInput, type ShareRules } from '../lib/share/validate.ts';
+import { storedOAuth, validateShareSpec, type ShareInput, type ShareRules } from '../lib/share/validate.ts';
 import { parseFrontendConfig } from '../lib/config/frontend.ts';
 import type { Installation } from './installation.ts';
 import {
@@ -93,12 +92,8 @@ export function validateShare(share: Share, installation: Installation | undefin
   const checked = validateShareSpec(input, CRD_SHARE_FIELDS, rules);
   if (!checked.ok) problems.push(...checked.problems);
   if (!checked.ok || problems.length > 0) return { ok: false, problems };
-  const { token = '', shareMode, backendMode, target, webVolume, oauth: checkedOAuth } = checked.value;
-  const oauth: ValidShare['oauth'] = checkedOAuth && {
-    provider: checkedOAuth.provider,
-    emailAddressPatterns: [...checkedOAuth.emailAddressPatterns],
-    checkInterval: checkedOAuth.checkInterval ?? DEFAULT_CHECK_INTERVAL,
-  };
+  const { token = '', shareMode, backendMode, target, webVolume } = checked.value;
+  const { oauth } = storedOAuth(checked.value);
   if (oauth && !installation) {
     const message =
       'the installation frontend Secret is missing or invalid, so OAuth shares cannot be configured (see the operator log)';

@@ -71,6 +71,25 @@ export interface ValidShareSpec {
   readonly webVolume?: { readonly configMap?: string; readonly persistentVolumeClaim?: string };
 }
 
+/** A share's OAuth settings as records keep them: the patterns' text and the check interval, defaulted. */
+export interface StoredShareOAuth {
+  readonly provider: string;
+  readonly emailAddressPatterns: string[];
+  readonly checkInterval: string;
+}
+
+/** `{ oauth }` for a record (agent store, share registry, operator), or nothing for a share without OAuth. */
+export function storedOAuth(spec: ValidShareSpec): { oauth?: StoredShareOAuth } {
+  if (!spec.oauth) return {};
+  return {
+    oauth: {
+      provider: spec.oauth.provider,
+      emailAddressPatterns: [...spec.oauth.emailAddressPatterns],
+      checkInterval: spec.oauth.checkInterval ?? DEFAULT_CHECK_INTERVAL,
+    },
+  };
+}
+
 const TOKEN_RULE = 'must be a DNS label: lower-case letters, digits and -, at most 63 characters';
 
 /**
