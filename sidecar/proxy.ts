@@ -39,11 +39,17 @@ export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: num
   });
   const started = new WeakMap<IncomingMessage, bigint>();
   const extraCookies = new WeakMap<IncomingMessage, string>();
-  proxy.on('proxyRes', (proxyRes, req) => {
+  proxy.on('proxyRes', (proxyRes, req, res) => {
     const extra = extraCookies.get(req);
     if (extra) proxyRes.headers['set-cookie'] = [...(proxyRes.headers['set-cookie'] ?? []), extra];
     const t0 = started.get(req);
     if (t0 !== undefined) metrics.upstreamSeconds.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+    // A backend that hangs up mid-body: the library only stops piping, and the visitor would wait
+    // for the rest of a Content-Length that never comes. Cut the visitor's response too, so the
+    // browser sees a failed download rather than a hang (and never a truncated "complete" one).
+    proxyRes.once('close', () => {
+      if (!proxyRes.complete) res.destroy();
+    });
   });
   proxy.on('error', () => {
     // Errors are handled per request through the callbacks below; this listener keeps an

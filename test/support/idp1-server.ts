@@ -116,13 +116,14 @@ export class Idp1Server {
     return new URL(location);
   }
 
+  /** Starts listening; after `close()`, starts again on the same port (a provider back from an outage). */
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) =>
         sendJson(res, 500, { error: 'server_error', error_description: String(err) }),
       );
     });
-    const port = await listenOnLoopback(this.server);
+    const port = await listenOnLoopback(this.server, this.base ? Number(this.base.port) : 0);
     this.base = new URL(`http://127.0.0.1:${port}`);
     return this;
   }
@@ -311,10 +312,10 @@ export function bearer(req: IncomingMessage): string | undefined {
   return match?.[1];
 }
 
-export function listenOnLoopback(server: Server): Promise<number> {
+export function listenOnLoopback(server: Server, port = 0): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
+    server.listen(port, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
   });
 }
 

@@ -5,6 +5,8 @@ export interface RawReply {
   readonly status: number;
   /** Everything the server sent before closing (or before `settleMs` of silence). */
   readonly text: string;
+  /** True when the server closed the connection (rather than falling silent). */
+  readonly closedByServer: boolean;
 }
 
 /**
@@ -17,23 +19,23 @@ export function rawExchange(port: number, bytes: string, settleMs = 1_500): Prom
     const socket = connect(port, '127.0.0.1');
     let text = '';
     let timer: NodeJS.Timeout | undefined;
-    const finish = (): void => {
+    const finish = (closedByServer = false): void => {
       clearTimeout(timer);
       socket.destroy();
       const match = /^HTTP\/1\.[01] (\d{3})/.exec(text);
-      resolve({ status: match ? Number(match[1]) : 0, text });
+      resolve({ status: match ? Number(match[1]) : 0, text, closedByServer });
     };
     const arm = (): void => {
       clearTimeout(timer);
-      timer = setTimeout(finish, settleMs);
+      timer = setTimeout(() => finish(), settleMs);
     };
     socket.on('data', (chunk: Buffer) => {
       text += chunk.toString('latin1');
       if (complete(text)) finish();
       else arm();
     });
-    socket.on('close', finish);
-    socket.on('error', (err) => (text === '' ? reject(err) : finish()));
+    socket.on('close', () => finish(true));
+    socket.on('error', (err) => (text === '' ? reject(err) : finish(true)));
     socket.write(bytes, 'latin1');
     arm();
   });
