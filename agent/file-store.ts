@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { ensureDataDir } from '../lib/data-dir.ts';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../lib/atomic-file.ts';
+import { removeStaleTemporaries, writeFileAtomic } from '../lib/atomic-file.ts';
 import { SvcError, errorText } from '../lib/errors.ts';
 import type { AccessRecord, AgentStore, ShareRecord } from './store.ts';
 
@@ -27,6 +27,8 @@ export class FileStore implements AgentStore {
   constructor(dataDir: string) {
     this.path = join(dataDir, STORE_FILE);
     ensureDataDir(dataDir);
+    // Left by a writer killed mid-write; the state file itself is always whole (old or new).
+    removeStaleTemporaries(this.path);
     this.doc = readDocument(this.path);
   }
 

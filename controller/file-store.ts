@@ -2,7 +2,7 @@ import { closeSync, openSync, readFileSync, statSync, unlinkSync } from 'node:fs
 import { ensureDataDir } from '../lib/data-dir.ts';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { writeFileAtomic } from '../lib/atomic-file.ts';
+import { removeStaleTemporaries, writeFileAtomic } from '../lib/atomic-file.ts';
 import { SvcError, errorText } from '../lib/errors.ts';
 import type { RegistrationRecord, RegistrationStore } from './registration-store.ts';
 import type { AccountRecord, ControllerStore, EnrollmentRecord, EnvironmentRecord } from './store.ts';
@@ -35,6 +35,7 @@ export class ControllerFileStore implements ControllerStore, RegistrationStore {
   constructor(dataDir: string) {
     ensureDataDir(dataDir);
     this.path = join(dataDir, CONTROLLER_STATE_FILE);
+    removeStaleTemporaries(this.path);
     this.lockPath = `${this.path}.lock`;
     this.read();
   }

@@ -1,5 +1,5 @@
-import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { closeSync, fsyncSync, openSync, readdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 
 /**
  * Writes `text` to `path` so that readers see the old or the new content, never a torn file:
@@ -23,5 +23,41 @@ export function writeFileAtomic(path: string, text: string, mode = 0o600): void 
     fsyncSync(dirFd);
   } finally {
     closeSync(dirFd);
+  }
+}
+
+/**
+ * Removes the temporary files a writer of `path` left when it was killed between creating and
+ * renaming one (`<name>.<pid>.<time>.tmp`). Only files of processes that are gone are removed, so
+ * a writer at work in another process keeps its file. Returns the names removed.
+ */
+export function removeStaleTemporaries(path: string): string[] {
+  const prefix = `${basename(path)}.`;
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(dirname(path));
+  } catch {
+    return removed;
+  }
+  for (const name of names) {
+    const match = /^(\d+)\.\d+\.tmp$/.exec(name.startsWith(prefix) ? name.slice(prefix.length) : '');
+    if (!match || processAlive(Number(match[1]))) continue;
+    try {
+      unlinkSync(join(dirname(path), name));
+      removed.push(name);
+    } catch {
+      // Gone already, or not ours to remove: nothing to clean.
+    }
+  }
+  return removed;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
