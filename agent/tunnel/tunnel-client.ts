@@ -5,6 +5,7 @@ import type { Logger } from '../../lib/logger.ts';
 import { DEFAULT_TUNNEL_LIMITS, SESSION_WINDOW_BYTES, serverSettings } from '../../lib/tunnel/protocol.ts';
 import { Dialer } from './dialer.ts';
 import { serveStream, type TunnelledShare } from './serve-stream.ts';
+import { serveOverWebSocket } from '../../lib/tunnel/server-session.ts';
 
 export interface TunnelClientOptions {
   /** `ws(s)://<frontend>/api/v1/tunnel` */
@@ -53,7 +54,7 @@ export function startTunnel(options: TunnelClientOptions): RunningTunnel {
     ...(options.pingIntervalMs ? { pingIntervalMs: options.pingIntervalMs } : {}),
     onConnected: (duplex, socket) => {
       current = socket;
-      server.emit('connection', duplex);
+      serveOverWebSocket(server, duplex, socket);
       options.onConnected?.();
     },
   });

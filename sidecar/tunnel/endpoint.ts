@@ -25,6 +25,7 @@ import {
 } from '../../lib/tunnel/protocol.ts';
 import { CappedSession } from '../../lib/tunnel/stream-target.ts';
 import type { HeldTunnel, TunnelLocator } from './locator.ts';
+import { serveOverWebSocket } from '../../lib/tunnel/server-session.ts';
 
 export interface TunnelEndpointOptions {
   readonly directory: ShareDirectory;
@@ -172,7 +173,7 @@ export class TunnelEndpoint {
     );
     server.on('stream', (stream, headers) => this.accessStream(identity, stream, headers));
     server.on('sessionError', () => ws.terminate());
-    server.emit('connection', duplex);
+    serveOverWebSocket(server, duplex, ws);
     keepAlive(ws, limits.pingIntervalMs);
     logger.info({ envZId: identity.envZId, peer }, 'access: agent connected');
     ws.on('close', () => {
