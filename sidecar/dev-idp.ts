@@ -28,6 +28,11 @@ export interface DevIdentityProviderOptions {
   readonly requirePkce?: boolean;
   /** Accounts whose email is reported as not verified. */
   readonly unverifiedEmails?: readonly string[];
+  /**
+   * Accept only this way of client authentication at the token endpoint, as some providers do
+   * (oidc-provider itself takes Basic and form credentials alike). Default: both.
+   */
+  readonly onlyTokenEndpointAuthMethod?: 'client_secret_basic' | 'client_secret_post';
   /** Access-token lifetime in seconds (default 3600). */
   readonly accessTokenTtlSeconds?: number;
 }
@@ -69,7 +74,7 @@ export async function startDevIdentityProvider(options: DevIdentityProviderOptio
         redirect_uris: [...redirectUris],
         grant_types: refreshTokens ? ['authorization_code', 'refresh_token'] : ['authorization_code'],
         response_types: ['code'],
-        token_endpoint_auth_method: 'client_secret_basic',
+        token_endpoint_auth_method: options.onlyTokenEndpointAuthMethod ?? 'client_secret_basic',
       },
     ],
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
@@ -131,6 +136,15 @@ export async function startDevIdentityProvider(options: DevIdentityProviderOptio
     });
     provider.use(async (ctx, next) => {
       if (ctx.path === '/token/revocation' && ctx.method === 'POST') revocations.requests += 1;
+      const only = options.onlyTokenEndpointAuthMethod;
+      if (only && ctx.path === '/token' && ctx.method === 'POST') {
+        const used = ctx.get('authorization') ? 'client_secret_basic' : 'client_secret_post';
+        if (used !== only) {
+          ctx.status = 401;
+          ctx.body = { error: 'invalid_client', error_description: `only ${only} is accepted here` };
+          return;
+        }
+      }
       await next();
     });
     return provider;

@@ -5,6 +5,20 @@ import { ENDPOINT_KEYS, PROVIDER_DEFAULTS, type EndpointsOf } from './provider-d
 export type ProviderType = 'idp1' | 'idp2' | 'oidc';
 const PROVIDER_TYPES: readonly ProviderType[] = ['idp1', 'idp2', 'oidc'];
 
+/**
+ * How the client authenticates at the token endpoint (RFC 6749 §2.3.1, OpenID Connect Core §9):
+ * HTTP Basic with the form-encoded client id and secret, or both in the form body. Some servers do
+ * not decode the Basic credentials (a client id with `-` arrives as `%2D`); they need `client_secret_post`.
+ */
+export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post';
+const TOKEN_ENDPOINT_AUTH_METHODS: readonly TokenEndpointAuthMethod[] = ['client_secret_basic', 'client_secret_post'];
+/** idp2's provider documents only the form body; the others take Basic, the RFC 6749 default. */
+const DEFAULT_TOKEN_ENDPOINT_AUTH_METHOD: Record<ProviderType, TokenEndpointAuthMethod> = {
+  idp1: 'client_secret_basic',
+  idp2: 'client_secret_post',
+  oidc: 'client_secret_basic',
+};
+
 interface ProviderCommon {
   readonly name: string;
   readonly clientId: string;
@@ -12,6 +26,7 @@ interface ProviderCommon {
   readonly scopes: readonly string[];
   /** Named opt-out: allow a plain-http issuer or endpoint that is not on a loopback host. */
   readonly insecureAllowHttp: boolean;
+  readonly tokenEndpointAuthMethod: TokenEndpointAuthMethod;
 }
 
 /** idp1: every endpoint it calls, each the real provider's unless overridden. */
@@ -53,6 +68,7 @@ export const PROVIDER_KEYS = [
   ...ENDPOINT_KEYS,
   'login_url',
   'insecure_allow_http',
+  'token_endpoint_auth_method',
 ];
 
 const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
@@ -116,6 +132,15 @@ function readProvider(r: ConfigReader, value: unknown, path: string): ProviderCo
     }
   }
   const insecureAllowHttp = r.boolean(o, 'insecure_allow_http', path, { required: false }) ?? false;
+  const methodText = r.string(o, 'token_endpoint_auth_method', path, { required: false });
+  const method = TOKEN_ENDPOINT_AUTH_METHODS.find((m) => m === methodText);
+  if (methodText !== undefined && !method) {
+    r.problem(
+      join(path, 'token_endpoint_auth_method'),
+      `must be one of ${TOKEN_ENDPOINT_AUTH_METHODS.join(', ')}, got ${JSON.stringify(methodText)}`,
+      'not_allowed',
+    );
+  }
   const { settings, urls }: TypeSettings =
     type === 'idp1' || type === 'idp2'
       ? readEndpoints(r, o, path, type)
@@ -139,6 +164,7 @@ function readProvider(r: ConfigReader, value: unknown, path: string): ProviderCo
     clientSecret,
     scopes: scopes ?? PROVIDER_DEFAULTS[type].scopes,
     insecureAllowHttp,
+    tokenEndpointAuthMethod: method ?? DEFAULT_TOKEN_ENDPOINT_AUTH_METHOD[type],
     ...settings,
   };
 }

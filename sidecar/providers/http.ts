@@ -1,5 +1,6 @@
 import { callbackError, ProviderError, type CallbackInput } from './types.ts';
 import { errorText } from '../../lib/errors.ts';
+import type { TokenEndpointAuthMethod } from '../../lib/config/providers.ts';
 
 const TIMEOUT_MS = 10_000;
 const MAX_BODY_BYTES = 1 << 20;
@@ -67,19 +68,36 @@ export function callbackCode(provider: string, input: CallbackInput): string {
 }
 
 /**
- * RFC 6749 §4.1.3 code exchange with the client secret in the form body and a PKCE verifier;
- * returns the access token. Some providers answer errors with HTTP 200 and an `error` field, so
- * success is judged by the presence of `access_token`.
+ * RFC 6749 §4.1.3 code exchange with a PKCE verifier; returns the access token. The client
+ * authenticates as configured (§2.3.1): HTTP Basic with the form-encoded id and secret, or both in
+ * the form body. Some providers answer errors with HTTP 200 and an `error` field, so success is
+ * judged by the presence of `access_token`.
  */
-export async function exchangeCode(provider: string, tokenUrl: URL, fields: Record<string, string>): Promise<string> {
+export async function exchangeCode(
+  provider: string,
+  tokenUrl: URL,
+  client: { readonly id: string; readonly secret: string; readonly method: TokenEndpointAuthMethod },
+  fields: Record<string, string>,
+): Promise<string> {
+  const basic = client.method === 'client_secret_basic';
   const token = await providerRequest(provider, 'token exchange', tokenUrl, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-    body: form(fields),
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      accept: 'application/json',
+      ...(basic ? { authorization: basicCredentials(client.id, client.secret) } : {}),
+    },
+    body: form(basic ? fields : { ...fields, client_id: client.id, client_secret: client.secret }),
   });
   const accessToken = (token.json as { access_token?: unknown } | undefined)?.access_token;
   if (token.status !== 200 || typeof accessToken !== 'string' || accessToken === '') {
     throw new ProviderError(provider, `token exchange refused (HTTP ${token.status}, ${oauthErrorText(token.json)})`);
   }
   return accessToken;
+}
+
+/** RFC 6749 §2.3.1: `Basic base64(urlencode(id) ":" urlencode(secret))`. */
+function basicCredentials(id: string, secret: string): string {
+  const encode = (v: string) => encodeURIComponent(v).replace(/%20/g, '+');
+  return `Basic ${Buffer.from(`${encode(id)}:${encode(secret)}`).toString('base64')}`;
 }

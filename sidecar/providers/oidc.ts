@@ -23,17 +23,32 @@ export function oidcProvider(config: OidcConfig): Provider {
   const { name, issuer } = config;
   let discovered: Promise<client.Configuration> | undefined;
 
-  const translate = (what: string, err: unknown): ProviderError =>
-    err instanceof ProviderError ? err : new ProviderError(name, `${what} failed: ${errorText(err)}`, err);
+  const translate = (what: string, err: unknown): ProviderError => {
+    if (err instanceof ProviderError) return err;
+    // The provider's own OAuth error (`invalid_client: …`) says more than openid-client's wrapper.
+    if (err instanceof client.ResponseBodyError) {
+      const detail = err.error_description ? `${err.error}: ${err.error_description}` : err.error;
+      return new ProviderError(name, `${what} refused (HTTP ${err.status}, ${detail})`, err);
+    }
+    return new ProviderError(name, `${what} failed: ${errorText(err)}`, err);
+  };
 
   const configuration = (): Promise<client.Configuration> => {
     discovered ??= client
-      .discovery(issuer, config.clientId, undefined, client.ClientSecretBasic(config.clientSecret), {
-        ...(issuer.protocol === 'http:' && (config.insecureAllowHttp || isLoopbackHost(issuer.hostname))
-          ? { execute: [client.allowInsecureRequests] }
-          : {}),
-        timeout: 10,
-      })
+      .discovery(
+        issuer,
+        config.clientId,
+        undefined,
+        config.tokenEndpointAuthMethod === 'client_secret_post'
+          ? client.ClientSecretPost(config.clientSecret)
+          : client.ClientSecretBasic(config.clientSecret),
+        {
+          ...(issuer.protocol === 'http:' && (config.insecureAllowHttp || isLoopbackHost(issuer.hostname))
+            ? { execute: [client.allowInsecureRequests] }
+            : {}),
+          timeout: 10,
+        },
+      )
       .catch((err: unknown) => {
         discovered = undefined; // the next request retries discovery
         throw translate(`discovery at ${issuer.href}`, err);

@@ -31,18 +31,17 @@ export function pkceAuthorizationUrl(
   return url;
 }
 
-/** Exchanges the callback's code with the client secret and the PKCE verifier; returns the access token. */
+/** Exchanges the callback's code with the client credentials and the PKCE verifier; returns the access token. */
 export function exchangePkceCode(
   config: Idp1Config | Idp2Config,
   input: CallbackInput,
   extra: Record<string, string> = {},
 ): Promise<string> {
-  return exchangeCode(config.name, config.endpoints.token_url, {
+  const client = { id: config.clientId, secret: config.clientSecret, method: config.tokenEndpointAuthMethod };
+  return exchangeCode(config.name, config.endpoints.token_url, client, {
     ...extra,
     code: callbackCode(config.name, input),
     redirect_uri: input.redirectUri,
-    client_id: config.clientId,
-    client_secret: config.clientSecret,
     code_verifier: input.codeVerifier,
   });
 }

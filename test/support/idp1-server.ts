@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A local server speaking the idp1 (web-search company) OAuth 2.0 web-server contract, as its public
- * docs describe it: `GET /o/oauth2/v2/auth`, `POST /token` (client credentials in the form body),
+ * docs describe it: `GET /o/oauth2/v2/auth`, `POST /token` (client credentials as HTTP Basic or in the form body),
  * `GET /v1/userinfo` and `POST /revoke` (RFC 7009 style, `token=` in a form). The "user" who signs
  * in is whatever the test puts in `nextUser`; the consent screen is skipped and the browser is sent
  * straight back. Everything the frontend sends is recorded so tests can assert on it.
@@ -39,6 +39,8 @@ export interface RecordedTokenRequest {
   readonly redirectUri: string | undefined;
   readonly codeVerifier: string | undefined;
   readonly clientId: string | undefined;
+  /** How the client authenticated: an Authorization: Basic header, or credentials in the form. */
+  readonly authMethod: 'client_secret_basic' | 'client_secret_post';
   /** The error answered, or undefined when a token was issued. */
   readonly error: string | undefined;
 }
@@ -54,6 +56,11 @@ export class Idp1Server {
   denyWith: { error: string; error_description?: string } | undefined;
   /** When set, `POST /token` answers with this status and JSON body (simulated outage or refusal). */
   tokenFailure: { status: number; body: unknown } | undefined;
+  /**
+   * How clients may authenticate at `POST /token` (the real provider takes both). Tests narrow it to
+   * one to check that the frontend sends the configured token_endpoint_auth_method.
+   */
+  tokenAuthMethods: ('client_secret_basic' | 'client_secret_post')[] = ['client_secret_basic', 'client_secret_post'];
   /** When set, `POST /revoke` answers with this status (simulated outage). */
   revokeStatus: number | undefined;
   /** Parameters of every authorization request received. */
@@ -188,6 +195,7 @@ export class Idp1Server {
         redirectUri: form.get('redirect_uri') ?? undefined,
         codeVerifier: form.get('code_verifier') ?? undefined,
         clientId: form.get('client_id') ?? undefined,
+        authMethod: /^Basic /i.test(req.headers.authorization ?? '') ? 'client_secret_basic' : 'client_secret_post',
         error,
       });
     };
@@ -201,12 +209,24 @@ export class Idp1Server {
       record('forced');
       return sendJson(res, this.tokenFailure.status, this.tokenFailure.body);
     }
-    if (form.get('client_id') !== this.clientId || form.get('client_secret') !== this.clientSecret)
+    const basic = /^Basic\s+(\S+)$/i.exec(req.headers.authorization ?? '');
+    const decode = (v: string) => decodeURIComponent(v.replace(/\+/g, ' '));
+    const [basicId, basicSecret] = basic
+      ? Buffer.from(basic[1] ?? '', 'base64')
+          .toString('utf8')
+          .split(':')
+          .map(decode)
+      : [];
+    const viaBasic = basic !== null && this.tokenAuthMethods.includes('client_secret_basic');
+    const viaPost = !basic && form.has('client_secret') && this.tokenAuthMethods.includes('client_secret_post');
+    const clientId = viaBasic ? basicId : form.get('client_id');
+    const clientSecret = viaBasic ? basicSecret : form.get('client_secret');
+    if ((!viaBasic && !viaPost) || clientId !== this.clientId || clientSecret !== this.clientSecret)
       return fail(401, 'invalid_client', 'Unauthorized');
     if (form.get('grant_type') !== 'authorization_code')
       return fail(400, 'unsupported_grant_type', 'Invalid grant_type: ' + (form.get('grant_type') ?? ''));
     const code = this.codes.get(form.get('code') ?? '');
-    if (!code || code.used || code.expiresAt < Date.now() || code.clientId !== form.get('client_id'))
+    if (!code || code.used || code.expiresAt < Date.now() || code.clientId !== clientId)
       return fail(400, 'invalid_grant', 'Bad Request');
     code.used = true;
     if (form.get('redirect_uri') !== code.redirectUri) return fail(400, 'redirect_uri_mismatch', 'Bad Request');
