@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { suiteFigures } from '../support/figures.ts';
-import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
+import { startFrontendAndStranger, type TestFrontend } from '../support/frontend.ts';
 import { cookiesFrom, get, type Reply } from '../support/http.ts';
 import { startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
 import { startIdp2Server, type Idp2Server } from '../support/idp2-server.ts';
@@ -27,12 +27,7 @@ beforeAll(async () => {
     { token: 'two', target: backend.url.href, oauth_provider: 'idp2' },
   ];
   const providers = [idp1.providerConfig('idp1'), idp2.providerConfig('idp2')];
-  fe = await startTestFrontend({ providers, shares });
-  otherKeys = await startTestFrontend({
-    providers,
-    shares,
-    oauth: { signing_key: 'another-signing-key-0123456789abcdef', encryption_key: 'another-encryption-key-012' },
-  });
+  [fe, otherKeys] = await startFrontendAndStranger({ providers, shares });
   idp1.redirectUris = [fe, otherKeys].map((f) => `http://${f.authHost}/idp1/auth/callback`);
   idp2.redirectUris = [fe, otherKeys].map((f) => `http://${f.authHost}/idp2/auth/callback`);
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { suiteFigures } from '../support/figures.ts';
-import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
+import { startFrontendAndStranger, type TestFrontend } from '../support/frontend.ts';
 import { cookiesFrom, get } from '../support/http.ts';
 import { startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
 import { callback, startLogin } from '../support/oauth-flow.ts';
@@ -35,12 +35,7 @@ beforeAll(async () => {
     { token: 'other', target: backend.url.href, oauth_provider: 'idp1b' },
   ];
   const providers = [idp1.providerConfig('idp1'), idp1.providerConfig('idp1b')];
-  fe = await startTestFrontend({ providers, shares });
-  otherKeys = await startTestFrontend({
-    providers,
-    shares,
-    oauth: { signing_key: 'another-signing-key-0123456789abcdef', encryption_key: 'another-encryption-key-012' },
-  });
+  [fe, otherKeys] = await startFrontendAndStranger({ providers, shares });
   idp1.redirectUris = [fe, otherKeys].flatMap((f) =>
     ['idp1', 'idp1b'].map((p) => `http://${f.authHost}/${p}/auth/callback`),
   );

@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { suiteFigures } from '../support/figures.ts';
-import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
+import { UNREACHABLE_IDP1, startTestFrontend, type TestFrontend } from '../support/frontend.ts';
 import { get } from '../support/http.ts';
 import { rawExchange } from '../support/raw-socket.ts';
 import { mintSessionCookie } from '../support/session.ts';
@@ -22,17 +22,7 @@ interface Seen {
 }
 
 const figures = suiteFigures('frontend-http');
-const provider = {
-  name: 'google',
-  type: 'idp1',
-  client_id: 'cid',
-  client_secret: 'secret',
-  authorize_url: 'http://127.0.0.1:9/auth',
-  token_url: 'http://127.0.0.1:9/token',
-  user_info_url: 'http://127.0.0.1:9/userinfo',
-  revocation_url: 'http://127.0.0.1:9/revoke',
-  login_url: 'http://127.0.0.1:9/login',
-};
+const provider = UNREACHABLE_IDP1;
 
 let backend: Server;
 const seen: Seen[] = [];

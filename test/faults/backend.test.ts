@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { suiteFigures } from '../support/figures.ts';
-import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
+import { UNREACHABLE_IDP1, startTestFrontend, type TestFrontend } from '../support/frontend.ts';
 import { get } from '../support/http.ts';
 import { rawExchange } from '../support/raw-socket.ts';
 
@@ -13,17 +13,7 @@ import { rawExchange } from '../support/raw-socket.ts';
  * share works again once its backend is back.
  */
 const figures = suiteFigures('backend');
-const provider = {
-  name: 'google',
-  type: 'idp1',
-  client_id: 'cid',
-  client_secret: 'secret',
-  authorize_url: 'http://127.0.0.1:9/auth',
-  token_url: 'http://127.0.0.1:9/token',
-  user_info_url: 'http://127.0.0.1:9/userinfo',
-  revocation_url: 'http://127.0.0.1:9/revoke',
-  login_url: 'http://127.0.0.1:9/login',
-};
+const provider = UNREACHABLE_IDP1;
 
 let healthy: EchoBackend;
 let silent: Server;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_FRONTEND_LIMITS } from '../../sidecar/connections.ts';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { suiteFigures } from '../support/figures.ts';
-import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
+import { UNREACHABLE_IDP1, startTestFrontend, type TestFrontend } from '../support/frontend.ts';
 import { slowClient, type SlowClient } from '../support/raw-socket.ts';
 
 /**
@@ -14,17 +14,7 @@ import { slowClient, type SlowClient } from '../support/raw-socket.ts';
  * addresses are served throughout. Loopback has all of 127/8, so "other addresses" are real peers.
  */
 const figures = suiteFigures('slow-clients');
-const provider = {
-  name: 'google',
-  type: 'idp1',
-  client_id: 'cid',
-  client_secret: 'secret',
-  authorize_url: 'http://127.0.0.1:9/auth',
-  token_url: 'http://127.0.0.1:9/token',
-  user_info_url: 'http://127.0.0.1:9/userinfo',
-  revocation_url: 'http://127.0.0.1:9/revoke',
-  login_url: 'http://127.0.0.1:9/login',
-};
+const provider = UNREACHABLE_IDP1;
 
 let backend: EchoBackend;
 beforeAll(async () => {

@@ -9,6 +9,19 @@ import { TestClock } from './clock.ts';
 export const TEST_SIGNING_KEY = 'test-signing-key-0123456789abcdefghijkl';
 export const TEST_ENCRYPTION_KEY = 'test-encryption-key-0123456789';
 
+/** An idp1 provider whose endpoints are a closed port: for tests of a frontend that never completes a login. */
+export const UNREACHABLE_IDP1 = {
+  name: 'google',
+  type: 'idp1',
+  client_id: 'cid',
+  client_secret: 'secret',
+  authorize_url: 'http://127.0.0.1:9/auth',
+  token_url: 'http://127.0.0.1:9/token',
+  user_info_url: 'http://127.0.0.1:9/userinfo',
+  revocation_url: 'http://127.0.0.1:9/revoke',
+  login_url: 'http://127.0.0.1:9/login',
+};
+
 /** Captured JSON log lines of a frontend under test (to prove secrets never reach them). */
 export class LogCapture extends Writable {
   readonly lines: string[] = [];
@@ -85,4 +98,20 @@ export async function startTestFrontend(doc: {
     clock,
     close: () => frontend.close(),
   };
+}
+
+/**
+ * The same shares and providers served twice: with the test keys, and with other keys (another
+ * installation), whose cookies and login state the first must refuse.
+ */
+export async function startFrontendAndStranger(doc: {
+  providers: Record<string, unknown>[];
+  shares: Record<string, unknown>[];
+}): Promise<[TestFrontend, TestFrontend]> {
+  const own = await startTestFrontend(doc);
+  const stranger = await startTestFrontend({
+    ...doc,
+    oauth: { signing_key: 'another-signing-key-0123456789abcdef', encryption_key: 'another-encryption-key-012' },
+  });
+  return [own, stranger];
 }
