@@ -22,7 +22,7 @@ import { CHART, RELEASE, RELEASE_NS, helmRunner, run, type HelmRunner, type Obj 
 import { ApiError, rawRequest, serverSideApply } from '../raw.ts';
 import { startKubeCluster, type Cluster } from './cluster.ts';
 import { buildImages, SVC_IMAGE, type BuiltImages } from './images.ts';
-import { describePods, execIn, forwardPort, listPods, readyPods, until, type Forward } from './kube.ts';
+import { describePods, execIn, forwardPort, listPods, podLog, readyPods, until, type Forward } from './kube.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const NODE = join(ROOT, 'node_modules', '.bin', 'node');
@@ -278,6 +278,14 @@ describe('svc on a real one-node cluster', () => {
     expect(viaService.status, viaService.body).toBe(302);
     expect(viaService.location).toContain(idp.issuer.host);
 
+    // The auth endpoint learns the share from its config Secret, which the kubelet brings into the
+    // pod within its sync period: the callback can only succeed once the auth pod has reloaded it.
+    await until('the auth endpoint lists the OAuth share', async () => {
+      const [authPod] = await listPods(kc(), RELEASE_NS, selector('auth'));
+      if (!authPod) return false;
+      const log = await podLog(kc(), RELEASE_NS, authPod.metadata.name, 'frontend');
+      return /"shares":[1-9]/.test(log);
+    });
     const browser = await launchBrowser([
       `--host-resolver-rules=MAP auth.${DOMAIN} 127.0.0.2, MAP live.${DOMAIN} 127.0.0.3`,
     ]);
