@@ -133,7 +133,9 @@ export class LoginStates {
     const expires = Math.max(...logins.map((s) => s.expiresAt));
     return serializeCookie(this.cookieName, this.sealer.seal('login', { logins } satisfies PendingLogins, expires), {
       ...this.cookieOptions,
-      maxAgeSeconds: (expires - this.clock.now()) / 1000,
+      // Rounded up: the newest login was started a few milliseconds ago, and a cookie that lapses
+      // before its sealed expiry would cut intermediate_lifetime short by a second.
+      maxAgeSeconds: Math.ceil((expires - this.clock.now()) / 1000),
     });
   }
 
