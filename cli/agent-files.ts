@@ -1,3 +1,5 @@
+import type { Command } from 'commander';
+import { resolveDataDir } from '../lib/data-dir.ts';
 import { SvcError } from '../lib/errors.ts';
 import {
   enrollmentPath,
@@ -7,6 +9,19 @@ import {
   type EnrollmentFile,
   type EnvironmentFile,
 } from '../lib/remoting/files.ts';
+
+/**
+ * Gives `command` the agent's `--data-dir` option and runs `action` with the directory resolved
+ * (flag, then $SVC_DATA_DIR, then ~/.svc) and the command's other options.
+ */
+export function onAgentDataDir<O extends object>(
+  command: Command,
+  action: (dataDir: string, opts: O) => Promise<void>,
+): Command {
+  return command
+    .option(...AGENT_DATA_DIR_OPTION)
+    .action((opts: O & { dataDir?: string }) => action(resolveDataDir(opts.dataDir), opts));
+}
 
 /** `--data-dir` of the commands that read or write the agent's environment and enrollment files. */
 export const AGENT_DATA_DIR_OPTION = [

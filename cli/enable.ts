@@ -5,7 +5,7 @@ import { environmentPath, readEnrollment, readEnvironment, removeFile, writeJson
 import type { EnvironmentFile } from '../lib/remoting/files.ts';
 import { callApi, resolveApiEndpoint } from '../lib/api-client.ts';
 import { SvcError } from '../lib/errors.ts';
-import { AGENT_DATA_DIR_OPTION, requireEnvironment } from './agent-files.ts';
+import { AGENT_DATA_DIR_OPTION, onAgentDataDir, requireEnvironment } from './agent-files.ts';
 
 /**
  * `svc enable <account_token> [--api-endpoint URL]`: creates an environment for the account at the
@@ -45,12 +45,11 @@ export function registerEnableCommands(program: Command): void {
       );
     });
 
-  program
-    .command('disable')
-    .description('delete this environment at the controller (and its enrollment) and forget it locally')
-    .option(...AGENT_DATA_DIR_OPTION)
-    .action(async (opts: { dataDir?: string }) => {
-      const dataDir = resolveDataDir(opts.dataDir);
+  onAgentDataDir(
+    program
+      .command('disable')
+      .description('delete this environment at the controller (and its enrollment) and forget it locally'),
+    async (dataDir) => {
       const env = requireEnvironment(dataDir);
       if (readEnrollment(dataDir)) {
         throw new SvcError('enrolled', 'this agent is enrolled: run svc agent unenroll first');
@@ -58,5 +57,6 @@ export function registerEnableCommands(program: Command): void {
       await callApi(env.apiEndpoint, '/environment/disable', env.accountToken, { envZId: env.envZId });
       removeFile(environmentPath(dataDir));
       process.stdout.write(`disabled environment ${env.envZId}\n`);
-    });
+    },
+  );
 }

@@ -1,7 +1,6 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
 import { redactedToken } from '../agent/remoting/client.ts';
-import { resolveDataDir } from '../lib/data-dir.ts';
 import {
   enrollmentPath,
   readEnrollment,
@@ -12,7 +11,7 @@ import {
 } from '../lib/remoting/files.ts';
 import { callApi } from '../lib/api-client.ts';
 import { SvcError } from '../lib/errors.ts';
-import { AGENT_DATA_DIR_OPTION, requireEnrollment, requireEnvironment } from './agent-files.ts';
+import { onAgentDataDir, requireEnrollment, requireEnvironment } from './agent-files.ts';
 import { subcommand } from './local.ts';
 
 interface EnrollResponse {
@@ -30,13 +29,12 @@ interface EnrollResponse {
 export function registerEnrollCommands(program: Command): void {
   const agent = subcommand(program, 'agent', 'agent operations');
 
-  agent
-    .command('enroll')
-    .description('enroll this agent for remote control by the controller it was enabled with (asks for yes)')
-    .option('-y, --yes', 'do not ask for confirmation (scripts)')
-    .option(...AGENT_DATA_DIR_OPTION)
-    .action(async (opts: { yes?: boolean; dataDir?: string }) => {
-      const dataDir = resolveDataDir(opts.dataDir);
+  onAgentDataDir(
+    agent
+      .command('enroll')
+      .description('enroll this agent for remote control by the controller it was enabled with (asks for yes)')
+      .option('-y, --yes', 'do not ask for confirmation (scripts)'),
+    async (dataDir, opts: { yes?: boolean }) => {
       const env = requireEnvironment(dataDir, ': run svc enable <account_token> first');
       const existing = readEnrollment(dataDir);
       if (existing) {
@@ -68,14 +66,12 @@ export function registerEnrollCommands(program: Command): void {
         `enrolled with enrollment token ${redactedToken(file)} (in ${enrollmentPath(dataDir)}); controller identity ${file.controller.zId} pinned\n` +
           'a running svc serve on this data directory starts listening for remote commands now (or at its next start)\n',
       );
-    });
+    },
+  );
 
-  agent
-    .command('unenroll')
-    .description('remove remote control of this agent (at the controller and locally)')
-    .option(...AGENT_DATA_DIR_OPTION)
-    .action(async (opts: { dataDir?: string }) => {
-      const dataDir = resolveDataDir(opts.dataDir);
+  onAgentDataDir(
+    agent.command('unenroll').description('remove remote control of this agent (at the controller and locally)'),
+    async (dataDir) => {
       const enrollment = requireEnrollment(dataDir);
       const env = readEnvironment(dataDir);
       if (env) {
@@ -92,7 +88,8 @@ export function registerEnrollCommands(program: Command): void {
       process.stdout.write(
         'unenrolled: remote control removed. A running svc serve stops listening at once; remoting errors it logs until then are harmless\n',
       );
-    });
+    },
+  );
 }
 
 /** Reads one line from stdin: only `yes` enrolls. */

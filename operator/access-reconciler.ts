@@ -2,7 +2,7 @@ import { problemText } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { applyChild } from './apply.ts';
 import type { Caches } from './caches.ts';
-import type { ReconcileResult, Reconciler } from './controller.ts';
+import type { ReconcileResult } from './controller.ts';
 import { ObjectReconciler } from './object-reconciler.ts';
 import type { EventRecorder } from './events.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
@@ -35,15 +35,15 @@ export interface AccessReconcilerDeps {
   readonly image: string;
 }
 
+/** The status fields this reconciler writes besides the conditions. */
+type AccessStatusFields = Pick<AccessStatus, 'frontendToken' | 'endpoint'>;
+
 /**
  * Access → Deployment + Service of a private access frontend forwarding to a private Share in the
  * same namespace (found by its token). A missing or public share is `Ready=False` with a reason; the
  * Share watch wakes the Access when that changes, so there is no polling.
  */
-export class AccessReconciler
-  extends ObjectReconciler<AccessReconcilerDeps, Access, Pick<AccessStatus, 'frontendToken' | 'endpoint'>>
-  implements Reconciler
-{
+export class AccessReconciler extends ObjectReconciler<AccessReconcilerDeps, Access, AccessStatusFields> {
   readonly watches: Watches;
 
   constructor(deps: AccessReconcilerDeps) {

@@ -5,7 +5,7 @@ import type { ConditionReason } from '../lib/error-codes.ts';
 import type { Logger } from '../lib/logger.ts';
 import { applyChild } from './apply.ts';
 import type { Caches } from './caches.ts';
-import type { ReconcileResult, Reconciler } from './controller.ts';
+import type { ReconcileResult } from './controller.ts';
 import { ObjectReconciler } from './object-reconciler.ts';
 import {
   UNENROLL_FINALIZER,
@@ -63,14 +63,11 @@ const VERIFY_MS = 5 * 60_000;
  * never enables a second environment. An enrollment whose token was lost (a crash between enroll
  * and the write) is replaced: unenroll, enroll again.
  */
-export class EnrollmentReconciler
-  extends ObjectReconciler<
-    EnrollmentReconcilerDeps,
-    AgentEnrollment,
-    Pick<AgentEnrollmentStatus, 'envZId' | 'enrolled'>
-  >
-  implements Reconciler
-{
+export class EnrollmentReconciler extends ObjectReconciler<
+  EnrollmentReconcilerDeps,
+  AgentEnrollment,
+  Pick<AgentEnrollmentStatus, 'envZId' | 'enrolled'>
+> {
   readonly watches: Watches;
   private readonly secrets: EnrollmentSecrets;
   private readonly controller: ControllerEnrollment;

@@ -1,33 +1,24 @@
 import type { Counter } from 'prom-client';
 import { MetricSet } from '../lib/metrics.ts';
 
-const RECONCILE_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+const BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
-/** The operator's Prometheus metrics (`svc_operator_*`), served on `--metrics-listen`. */
+/**
+ * The operator's Prometheus metrics (`svc_operator_*`), served on `--metrics-listen`. Label values:
+ * `result` is success, invalid, waiting or error; `code` 0 means the API server did not answer;
+ * `reason` is closed (normal server time-out), gone (410, relisted) or error. `leader` is 1 while
+ * this replica holds the leader lease, or when leader election is off.
+ */
 export class OperatorMetrics extends MetricSet {
-  readonly reconciles = this.counter(
-    'reconcile_total',
-    'Reconciles by kind and result (success, invalid, waiting, error)',
-    ['kind', 'result'],
-  );
-  readonly reconcileDuration = this.histogram(
-    'reconcile_duration_seconds',
-    'Time spent in one reconcile',
-    RECONCILE_BUCKETS,
-    ['kind'],
-  );
+  readonly reconciles = this.counter('reconcile_total', 'Reconciles by kind and result', ['kind', 'result']);
+  readonly reconcileDuration = this.histogram('reconcile_duration_seconds', 'Time in one reconcile', BUCKETS, ['kind']);
   readonly queueDepth = this.gauge('workqueue_depth', 'Keys waiting in the work queue', ['kind']);
-  readonly apiRequests = this.counter(
-    'api_requests_total',
-    'Requests the operator sent to the Kubernetes API server, by verb and HTTP status (0 = no answer)',
-    ['verb', 'code'],
-  );
-  readonly watchRestarts = this.counter(
-    'watch_restarts_total',
-    'Watch restarts by resource and reason (closed = normal server timeout, gone = 410 relist, error)',
-    ['resource', 'reason'],
-  );
-  readonly leader = this.gauge('leader', '1 while this replica holds the leader lease (or leader election is off)');
+  readonly apiRequests = this.counter('api_requests_total', 'API server requests by verb and status', ['verb', 'code']);
+  readonly watchRestarts = this.counter('watch_restarts_total', 'Watch restarts by resource and reason', [
+    'resource',
+    'reason',
+  ]);
+  readonly leader = this.gauge('leader', '1 while this replica leads (or leader election is off)');
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     super('svc_operator_', options);

@@ -1,4 +1,6 @@
 import type { Resource } from '../lib/kube/resources.ts';
+import type { Reconciler, ReconcileResult } from './controller.ts';
+import type { Watches } from './watches.ts';
 import { StatusReporter, type StatusReporterDeps, type WithStatus } from './status.ts';
 
 /**
@@ -6,8 +8,13 @@ import { StatusReporter, type StatusReporterDeps, type WithStatus } from './stat
  * reconcile, their dependencies, and the kind's status reporter. Each subclass adds the watches
  * that wake it and its `reconcile`.
  */
-export abstract class ObjectReconciler<D extends StatusReporterDeps, T extends WithStatus, F extends object> {
+export abstract class ObjectReconciler<
+  D extends StatusReporterDeps,
+  T extends WithStatus,
+  F extends object,
+> implements Reconciler {
   readonly kind: string;
+  abstract readonly watches: Watches;
   protected readonly deps: D;
   protected readonly report: StatusReporter<T, F>;
 
@@ -17,4 +24,6 @@ export abstract class ObjectReconciler<D extends StatusReporterDeps, T extends W
     this.deps = deps;
     this.report = new StatusReporter(deps, resource, noun);
   }
+
+  abstract reconcile(key: string): Promise<ReconcileResult>;
 }

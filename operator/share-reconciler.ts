@@ -4,7 +4,7 @@ import { problemText } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { applyChild, deleteChild, type ApplyOutcome } from './apply.ts';
 import type { Caches } from './caches.ts';
-import type { ReconcileResult, Reconciler } from './controller.ts';
+import type { ReconcileResult } from './controller.ts';
 import { ObjectReconciler } from './object-reconciler.ts';
 import type { EventRecorder } from './events.ts';
 import { frontendEndpoint } from './installation.ts';
@@ -38,16 +38,16 @@ export interface ShareReconcilerDeps {
   readonly ingress?: ShareIngressOptions;
 }
 
+/** The status fields this reconciler writes besides the conditions. */
+type ShareStatusFields = Pick<ShareStatus, 'token' | 'frontendEndpoints'>;
+
 /**
  * Share → Deployment (agent, plus the OAuth sidecar when `spec.oauth` is set), Service, Ingress for
  * `<token>.<domain>` (public shares) and the sidecar's config Secret (OAuth shares). No finalizer:
  * every child carries a controller ownerReference, so the garbage collector removes them with the
  * Share. `Ready` means the children are applied; `Available` mirrors the Deployment's.
  */
-export class ShareReconciler
-  extends ObjectReconciler<ShareReconcilerDeps, Share, Pick<ShareStatus, 'token' | 'frontendEndpoints'>>
-  implements Reconciler
-{
+export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share, ShareStatusFields> {
   readonly watches: Watches;
 
   constructor(deps: ShareReconcilerDeps) {

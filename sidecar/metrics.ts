@@ -11,29 +11,18 @@ export type RequestOutcome =
   | 'health'
   | 'bad_request';
 
+const BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
 /** Prometheus metrics of one frontend instance (`svc_frontend_*`), served on `metrics_address`. */
 export class FrontendMetrics extends MetricSet {
-  readonly requests = this.counter('requests_total', 'Requests handled by the public frontend, by outcome', [
-    'outcome',
-  ]);
-  readonly logins = this.counter('logins_total', 'Completed login attempts, by provider and result', [
-    'provider',
-    'result',
-  ]);
-  readonly refreshes = this.counter(
-    'session_checks_total',
-    'Session re-checks at oauth_check_interval or session end, by provider and result',
-    ['provider', 'result'],
-  );
-  readonly upstreamSeconds = this.histogram(
-    'upstream_duration_seconds',
-    'Time from forwarding a request to the backend until its response headers arrive',
-    [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-  );
-  readonly connectionsRefused = this.counter(
-    'connections_refused_total',
-    'Connections closed at once because their peer address already held the maximum number',
-  );
+  readonly requests = this.counter('requests_total', 'Requests by outcome', ['outcome']);
+  readonly logins = this.counter('logins_total', 'Login attempts by provider and result', ['provider', 'result']);
+  /** Session re-checks at oauth_check_interval or at the session's end. */
+  readonly refreshes = this.counter('session_checks_total', 'Session re-checks by result', ['provider', 'result']);
+  /** From forwarding a request to the backend until its response headers arrive. */
+  readonly upstreamSeconds = this.histogram('upstream_duration_seconds', 'Backend response time', BUCKETS);
+  /** Connections closed at once because their peer address already held the maximum number. */
+  readonly connectionsRefused = this.counter('connections_refused_total', 'Connections refused over the per-peer cap');
 
   constructor() {
     super('svc_frontend_');

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
+import type { BackoffPolicy } from '../../lib/backoff.ts';
 import { SvcError, errorText } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { publicKeyFromRaw } from '../../lib/remoting/identity.ts';
@@ -17,13 +18,13 @@ import {
   type HelloMessage,
   type ResultMessage,
 } from '../../lib/remoting/protocol.ts';
-import { terminateSocket } from '../websocket.ts';
+import { ReconnectingSocket } from '../websocket.ts';
 
 export interface RemotingClientOptions {
   readonly enrollment: EnrollmentFile;
   readonly executor: RemoteExecutor;
   readonly logger: Logger;
-  readonly backoff?: { readonly minMs: number; readonly maxMs: number };
+  readonly backoff?: BackoffPolicy;
 }
 
 /** Without a ping from the controller (sent every 20 s) for this long, the connection is dead. */
@@ -42,17 +43,14 @@ export function redactedToken(enrollment: EnrollmentFile): string {
  * connection) before the executor runs it; a refused command is logged and answered with
  * `command_refused`, never run.
  */
-export class RemotingClient {
+export class RemotingClient extends ReconnectingSocket {
   private readonly options: RemotingClientOptions;
   private readonly guard: CommandGuard;
   private readonly url: string;
-  private socket: WebSocket | undefined;
-  private timer: NodeJS.Timeout | undefined;
   private idle: NodeJS.Timeout | undefined;
-  private attempt = 0;
-  private stopped = false;
 
   constructor(options: RemotingClientOptions) {
+    super(options.backoff);
     this.options = options;
     this.guard = new CommandGuard({
       publicKey: publicKeyFromRaw(options.enrollment.controller.publicKey),
@@ -63,31 +61,21 @@ export class RemotingClient {
     this.url = new URL(REMOTING_PATH, base).href;
   }
 
-  /** True while the outbound connection to the controller is open (the environment agent's readiness). */
-  get connected(): boolean {
-    return this.socket?.readyState === WebSocket.OPEN;
-  }
-
   start(): void {
     const { enrollment, logger } = this.options;
     logger.info(
       { enrollment: enrollment.enrollmentId, controller: enrollment.controller.zId, url: this.url },
       `listening for remote commands at ${redactedToken(enrollment)}`,
     );
-    this.connect();
+    this.dial();
   }
 
-  close(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
+  override close(): Promise<void> {
     clearTimeout(this.idle);
-    const socket = this.socket;
-    this.socket = undefined;
-    return terminateSocket(socket);
+    return super.close();
   }
 
-  private connect(): void {
-    if (this.stopped) return;
+  protected open(): WebSocket {
     const { enrollment, logger } = this.options;
     const channel = randomBytes(16).toString('base64url');
     const socket = new WebSocket(this.url, {
@@ -95,9 +83,8 @@ export class RemotingClient {
       maxPayload: MAX_MESSAGE_BYTES,
       handshakeTimeout: 10_000,
     });
-    this.socket = socket;
     socket.on('open', () => {
-      this.attempt = 0;
+      this.succeeded();
       this.resetIdle(socket);
       const hello: HelloMessage = { type: 'hello', v: 1, channel };
       socket.send(JSON.stringify(hello));
@@ -121,28 +108,17 @@ export class RemotingClient {
     socket.on('error', (err) => {
       logger.warn({ err: errorText(err) }, 'remoting: connection to the controller failed; retrying');
     });
-    socket.on('close', (code: number) => {
-      clearTimeout(this.idle);
-      if (this.socket === socket) this.socket = undefined;
-      if (this.stopped) return;
-      if (code === CLOSE_UNENROLLED) {
-        logger.warn(
-          { enrollment: enrollment.enrollmentId },
-          'remoting: the controller removed this enrollment; remote control is off (harmless; enroll again to restore it)',
-        );
-        this.stopped = true;
-        return;
-      }
-      this.scheduleReconnect();
-    });
+    socket.on('close', () => clearTimeout(this.idle));
+    return socket;
   }
 
-  private scheduleReconnect(): void {
-    const { minMs, maxMs } = this.options.backoff ?? { minMs: 500, maxMs: 30_000 };
-    const base = Math.min(maxMs, minMs * 2 ** this.attempt);
-    this.attempt = Math.min(this.attempt + 1, 20);
-    const delay = Math.round(base / 2 + (Math.random() * base) / 2);
-    this.timer = setTimeout(() => this.connect(), delay);
+  protected shouldRetry(code: number): boolean {
+    if (code !== CLOSE_UNENROLLED) return true;
+    this.options.logger.warn(
+      { enrollment: this.options.enrollment.enrollmentId },
+      'remoting: the controller removed this enrollment; remote control is off (harmless; enroll again to restore it)',
+    );
+    return false;
   }
 
   private resetIdle(socket: WebSocket): void {

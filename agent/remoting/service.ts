@@ -1,6 +1,6 @@
-import { watch, type FSWatcher } from 'node:fs';
-import { errorText } from '../../lib/errors.ts';
+import type { BackoffPolicy } from '../../lib/backoff.ts';
 import type { Logger } from '../../lib/logger.ts';
+import { followDataFile } from '../data-file.ts';
 import { RemotingClient } from './client.ts';
 import type { RemoteExecutor } from './executor.ts';
 import { ENROLLMENT_FILE, readEnrollment, type EnrollmentFile } from '../../lib/remoting/files.ts';
@@ -19,54 +19,31 @@ export function startRemoting(options: {
   dataDir: string;
   executor: RemoteExecutor;
   logger: Logger;
-  backoff?: { minMs: number; maxMs: number };
+  backoff?: BackoffPolicy;
 }): RunningRemoting {
   const { dataDir, executor, logger } = options;
   let current: { file: EnrollmentFile; client: RemotingClient } | undefined;
-  let chain: Promise<void> = Promise.resolve();
-
-  const sync = () => {
-    chain = chain.then(async () => {
-      let file: EnrollmentFile | undefined;
-      try {
-        file = readEnrollment(dataDir);
-      } catch (err) {
-        logger.error({ err: errorText(err) }, 'remoting: cannot use the enrollment file; remote control is off');
-      }
-      if (current && file?.token === current.file.token) return;
-      if (current) {
-        await current.client.close();
-        if (!file) logger.info(`remoting: ${ENROLLMENT_FILE} removed; remote control is off`);
-        current = undefined;
-      }
-      if (!file) return;
-      const client = new RemotingClient({
-        enrollment: file,
-        executor,
-        logger,
-        ...(options.backoff ? { backoff: options.backoff } : {}),
-      });
-      current = { file, client };
-      client.start();
+  const source = { dataDir, file: ENROLLMENT_FILE, read: readEnrollment };
+  const followed = followDataFile(source, 'remoting', logger, async (file) => {
+    if (current && file?.token === current.file.token) return;
+    if (current) {
+      await current.client.close();
+      if (!file) logger.info(`remoting: ${ENROLLMENT_FILE} removed; remote control is off`);
+      current = undefined;
+    }
+    if (!file) return;
+    const client = new RemotingClient({
+      enrollment: file,
+      executor,
+      logger,
+      ...(options.backoff ? { backoff: options.backoff } : {}),
     });
-  };
-
-  sync();
-  let watcher: FSWatcher | undefined;
-  try {
-    watcher = watch(dataDir, (_event, name) => {
-      if (name === null || name === ENROLLMENT_FILE) sync();
-    });
-  } catch (err) {
-    logger.warn(
-      { err: errorText(err) },
-      'remoting: cannot watch the data directory; enrollment changes need a restart',
-    );
-  }
+    current = { file, client };
+    client.start();
+  });
   return {
     close: async () => {
-      watcher?.close();
-      await chain;
+      await followed.close();
       await current?.client.close();
       current = undefined;
     },

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import WebSocket, { createWebSocketStream } from 'ws';
-import { backoffDelay, type BackoffPolicy } from '../../lib/backoff.ts';
+import type { BackoffPolicy } from '../../lib/backoff.ts';
 import { errorText } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { keepAlive } from '../../lib/tunnel/keepalive.ts';
@@ -12,59 +12,47 @@ import {
   ENVIRONMENT_TOKEN_HEADER,
   MAX_FRAME_MESSAGE_BYTES,
 } from '../../lib/tunnel/protocol.ts';
-import { terminateSocket } from '../websocket.ts';
+import { ReconnectingSocket } from '../websocket.ts';
 
-export interface DialerOptions {
+/** Where and how an agent dials the installation: shared by the tunnel and the access connection. */
+export interface DialTarget {
   /** `ws(s)://<frontend>/api/v1/tunnel` or `…/tunnel/access`. */
   readonly url: string;
   /** The environment token (never logged). */
   readonly token: string;
   readonly logger: Logger;
-  /** `tunnel` or `access`, for the logs. */
-  readonly name: string;
   readonly backoff?: BackoffPolicy;
   readonly pingIntervalMs?: number;
-  /** Runs the protocol over one connected socket; called again after every reconnect. */
-  onConnected(duplex: Duplex, socket: WebSocket): void;
 }
 
-const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 500, maxMs: 30_000 };
+/** Runs the protocol over one connected socket; called again after every reconnect. */
+export type OnConnected = (duplex: Duplex, socket: WebSocket) => void;
 
 /**
  * The agent's outbound connection to the installation's frontend: a WebSocket (so it passes HTTP(S)
  * load balancers, Ingresses and TLS termination) authenticated by the environment token, kept alive
  * with pings, and re-dialled with jittered exponential backoff whenever it drops or is refused.
  */
-export class Dialer {
-  private readonly options: DialerOptions;
-  private socket: WebSocket | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private failures = 0;
-  private stopped = false;
+export class Dialer extends ReconnectingSocket {
+  private readonly name: string;
+  private readonly options: DialTarget;
+  private readonly onConnected: OnConnected;
 
-  constructor(options: DialerOptions) {
+  /** `name`: `tunnel` or `access`, for the logs. */
+  constructor(name: string, options: DialTarget, onConnected: OnConnected) {
+    super(options.backoff);
+    this.name = name;
     this.options = options;
-  }
-
-  get connected(): boolean {
-    return this.socket?.readyState === WebSocket.OPEN;
+    this.onConnected = onConnected;
   }
 
   start(): void {
     this.dial();
   }
 
-  close(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    const socket = this.socket;
-    this.socket = undefined;
-    return terminateSocket(socket);
-  }
-
-  private dial(): void {
-    if (this.stopped) return;
-    const { url, token, logger, name } = this.options;
+  protected open(): WebSocket {
+    const { url, token, logger } = this.options;
+    const { name } = this;
     const socket = new WebSocket(url, {
       headers: { [ENVIRONMENT_TOKEN_HEADER]: token },
       maxPayload: MAX_FRAME_MESSAGE_BYTES,
@@ -74,14 +62,13 @@ export class Dialer {
       // browser, and an all-zero mask lets both ends skip an XOR over every byte of the tunnel.
       generateMask: (mask: Buffer) => void mask.fill(0),
     });
-    this.socket = socket;
     socket.on('open', () => {
-      this.failures = 0;
+      this.succeeded();
       keepAlive(socket, this.options.pingIntervalMs ?? DEFAULT_TUNNEL_LIMITS.pingIntervalMs);
       const duplex = createWebSocketStream(socket);
       duplex.on('error', () => undefined);
       logger.info({ url }, `${name}: connected to the installation`);
-      this.options.onConnected(duplex, socket);
+      this.onConnected(duplex, socket);
     });
     socket.on('unexpected-response', (_req, res: IncomingMessage) => {
       res.resume();
@@ -95,15 +82,15 @@ export class Dialer {
       socket.terminate();
     });
     socket.on('error', (err) => logger.warn({ url, err: errorText(err) }, `${name}: connection failed; retrying`));
-    socket.on('close', (code: number) => {
-      if (this.socket === socket) this.socket = undefined;
-      if (this.stopped) return;
-      if (code === CLOSE_REVOKED) logger.warn(`${name}: the installation revoked this environment (svc disable?)`);
-      if (code === CLOSE_TOO_MANY_TUNNELS) logger.warn(`${name}: the environment holds too many connections`);
-      this.failures++;
-      const delay = backoffDelay(this.options.backoff ?? DEFAULT_BACKOFF, this.failures);
-      logger.info({ delayMs: delay }, `${name}: disconnected; reconnecting`);
-      this.timer = setTimeout(() => this.dial(), delay);
-    });
+    return socket;
+  }
+
+  protected shouldRetry(code: number, delayMs: number): boolean {
+    const { logger } = this.options;
+    const { name } = this;
+    if (code === CLOSE_REVOKED) logger.warn(`${name}: the installation revoked this environment (svc disable?)`);
+    if (code === CLOSE_TOO_MANY_TUNNELS) logger.warn(`${name}: the environment holds too many connections`);
+    logger.info({ delayMs }, `${name}: disconnected; reconnecting`);
+    return true;
   }
 }

@@ -1,10 +1,10 @@
-import { watch, type FSWatcher } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffDelay } from '../../lib/backoff.ts';
 import { errorText } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { ENVIRONMENT_FILE, readEnvironment, type EnvironmentFile } from '../../lib/remoting/files.ts';
 import type { Agent } from '../agent.ts';
+import { followDataFile } from '../data-file.ts';
 import { startAccessClient, type RunningAccessClient } from './access-client.ts';
 import { fetchTunnelInfo, installationPublisher } from './publisher.ts';
 import { startTunnel, type RunningTunnel } from './tunnel-client.ts';
@@ -33,7 +33,6 @@ interface Current {
 export function startTunnelService(options: { dataDir: string; agent: Agent; logger: Logger }): RunningTunnelService {
   const { dataDir, agent, logger } = options;
   let current: Current | undefined;
-  let chain: Promise<void> = Promise.resolve();
   let warnedNoToken = false;
 
   const stop = async () => {
@@ -97,44 +96,26 @@ export function startTunnelService(options: { dataDir: string; agent: Agent; log
     }
   };
 
-  const sync = () => {
-    chain = chain.then(async () => {
-      let env: EnvironmentFile | undefined;
-      try {
-        env = readEnvironment(dataDir);
-      } catch (err) {
-        logger.error({ err: errorText(err) }, 'tunnel: cannot read the environment file');
-      }
-      const token = env?.environmentToken;
-      if (env && !token && !warnedNoToken) {
-        warnedNoToken = true;
-        logger.warn(
-          'tunnel: this environment was enabled before tunnels existed; run svc disable and svc enable to publish through the installation',
-        );
-      }
-      if (current && current.token === token) return;
-      await stop();
-      // Not awaited: the first connection may take retries; a later change of the file stops it.
-      if (env && token) void begin(env, token);
-    });
-  };
-  sync();
-
-  let watcher: FSWatcher | undefined;
-  try {
-    watcher = watch(dataDir, (_event, name) => {
-      if (name === null || name === ENVIRONMENT_FILE) sync();
-    });
-  } catch (err) {
-    logger.warn({ err: errorText(err) }, 'tunnel: cannot watch the data directory; svc enable needs a restart');
-  }
+  const source = { dataDir, file: ENVIRONMENT_FILE, read: readEnvironment };
+  const followed = followDataFile(source, 'tunnel', logger, async (env) => {
+    const token = env?.environmentToken;
+    if (env && !token && !warnedNoToken) {
+      warnedNoToken = true;
+      logger.warn(
+        'tunnel: this environment was enabled before tunnels existed; run svc disable and svc enable to publish through the installation',
+      );
+    }
+    if (current && current.token === token) return;
+    await stop();
+    // Not awaited: the first connection may take retries; a later change of the file stops it.
+    if (env && token) void begin(env, token);
+  });
   return {
     get connected() {
       return current?.tunnel?.connected ?? false;
     },
     close: async () => {
-      watcher?.close();
-      await chain;
+      await followed.close();
       await stop();
     },
   };

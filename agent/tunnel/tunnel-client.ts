@@ -1,21 +1,14 @@
-import http2 from 'node:http2';
 import type { WebSocket } from 'ws';
-import type { BackoffPolicy } from '../../lib/backoff.ts';
-import type { Logger } from '../../lib/logger.ts';
-import { DEFAULT_TUNNEL_LIMITS, SESSION_WINDOW_BYTES, serverSettings } from '../../lib/tunnel/protocol.ts';
-import { Dialer } from './dialer.ts';
+import { DEFAULT_TUNNEL_LIMITS } from '../../lib/tunnel/protocol.ts';
+import { Dialer, type DialTarget } from './dialer.ts';
 import { serveStream, type TunnelledShare } from './serve-stream.ts';
 import { serveOverWebSocket } from '../../lib/tunnel/server-session.ts';
+import { tunnelServer } from '../../lib/tunnel/http2.ts';
 
-export interface TunnelClientOptions {
-  /** `ws(s)://<frontend>/api/v1/tunnel` */
-  readonly url: string;
-  readonly token: string;
-  readonly logger: Logger;
+/** `url`: `ws(s)://<frontend>/api/v1/tunnel` */
+export interface TunnelClientOptions extends DialTarget {
   /** The local share a stream's token names (public and private shares alike). */
   resolve(token: string): TunnelledShare | undefined;
-  readonly backoff?: BackoffPolicy;
-  readonly pingIntervalMs?: number;
   /** Called after every (re)connect: the agent reconciles its shares with the registry then. */
   readonly onConnected?: () => void;
 }
@@ -32,31 +25,17 @@ export interface RunningTunnel {
  * reaches only a share the agent itself holds).
  */
 export function startTunnel(options: TunnelClientOptions): RunningTunnel {
-  const server = http2.createServer({
-    settings: serverSettings(DEFAULT_TUNNEL_LIMITS),
-    maxHeaderListPairs: 256,
-  });
-  server.on('session', (session) =>
-    session.once('localSettings', () => session.setLocalWindowSize(SESSION_WINDOW_BYTES)),
-  );
+  const server = tunnelServer(DEFAULT_TUNNEL_LIMITS);
   server.on('stream', (stream, headers) => serveStream(stream, headers, (token) => options.resolve(token)));
   let current: WebSocket | undefined;
   server.on('sessionError', (err) => {
     options.logger.warn({ err: err.message }, 'tunnel: HTTP/2 session error');
     current?.terminate();
   });
-  const dialer = new Dialer({
-    url: options.url,
-    token: options.token,
-    logger: options.logger,
-    name: 'tunnel',
-    ...(options.backoff ? { backoff: options.backoff } : {}),
-    ...(options.pingIntervalMs ? { pingIntervalMs: options.pingIntervalMs } : {}),
-    onConnected: (duplex, socket) => {
-      current = socket;
-      serveOverWebSocket(server, duplex, socket);
-      options.onConnected?.();
-    },
+  const dialer = new Dialer('tunnel', options, (duplex, socket) => {
+    current = socket;
+    serveOverWebSocket(server, duplex, socket);
+    options.onConnected?.();
   });
   dialer.start();
   return {

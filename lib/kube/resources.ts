@@ -99,22 +99,25 @@ export interface Resource {
   readonly kind: string;
 }
 
-function resource(group: string, version: string, plural: string, kind: string): Resource {
-  return { group, version, plural, kind };
+/**
+ * The resources of one API group version, by kind. Plurals follow Kubernetes' default rule (lower
+ * case, `es` after a final `s`, else `s`), which every kind here uses.
+ */
+function kinds<const K extends readonly string[]>(groupVersion: string, ...names: K): { [I in keyof K]: Resource } {
+  const [group, version] = groupVersion.includes('/') ? groupVersion.split('/') : ['', groupVersion];
+  return names.map((kind) => {
+    const lower = kind.toLowerCase();
+    return { group, version, kind, plural: lower.endsWith('s') ? `${lower}es` : `${lower}s` };
+  }) as { [I in keyof K]: Resource };
 }
 
-export const SHARES = resource('svc.dev', 'v1alpha1', 'shares', 'Share');
-export const ACCESSES = resource('svc.dev', 'v1alpha1', 'accesses', 'Access');
-export const AGENT_ENROLLMENTS = resource('svc.dev', 'v1alpha1', 'agentenrollments', 'AgentEnrollment');
-export const DEPLOYMENTS = resource('apps', 'v1', 'deployments', 'Deployment');
-export const SERVICES = resource('', 'v1', 'services', 'Service');
-export const SECRETS = resource('', 'v1', 'secrets', 'Secret');
-export const SERVICE_ACCOUNTS = resource('', 'v1', 'serviceaccounts', 'ServiceAccount');
-export const INGRESSES = resource('networking.k8s.io', 'v1', 'ingresses', 'Ingress');
-export const ROLES = resource('rbac.authorization.k8s.io', 'v1', 'roles', 'Role');
-export const ROLE_BINDINGS = resource('rbac.authorization.k8s.io', 'v1', 'rolebindings', 'RoleBinding');
-export const LEASES = resource('coordination.k8s.io', 'v1', 'leases', 'Lease');
-export const EVENTS = resource('', 'v1', 'events', 'Event');
+export const [SHARES, ACCESSES, AGENT_ENROLLMENTS] = kinds('svc.dev/v1alpha1', 'Share', 'Access', 'AgentEnrollment');
+export const [SERVICES, SECRETS, SERVICE_ACCOUNTS] = kinds('v1', 'Service', 'Secret', 'ServiceAccount');
+export const [EVENTS] = kinds('v1', 'Event');
+export const [DEPLOYMENTS] = kinds('apps/v1', 'Deployment');
+export const [INGRESSES] = kinds('networking.k8s.io/v1', 'Ingress');
+export const [ROLES, ROLE_BINDINGS] = kinds('rbac.authorization.k8s.io/v1', 'Role', 'RoleBinding');
+export const [LEASES] = kinds('coordination.k8s.io/v1', 'Lease');
 
 export function apiVersion(r: Resource): string {
   return r.group ? `${r.group}/${r.version}` : r.version;

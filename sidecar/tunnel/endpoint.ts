@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import http2, { type IncomingHttpHeaders as Http2Headers, type ServerHttp2Stream } from 'node:http2';
+import type { IncomingHttpHeaders as Http2Headers, ServerHttp2Stream } from 'node:http2';
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, createWebSocketStream, type WebSocket } from 'ws';
@@ -15,17 +15,14 @@ import {
   CLOSE_TOO_MANY_TUNNELS,
   ENVIRONMENT_TOKEN_HEADER,
   MAX_FRAME_MESSAGE_BYTES,
-  SESSION_WINDOW_BYTES,
   TUNNEL_PATH,
   claimedEnvironment,
-  clientSettings,
-  serverSettings,
   shareTokenOf,
   type TunnelLimits,
 } from '../../lib/tunnel/protocol.ts';
-import { CappedSession } from '../../lib/tunnel/stream-target.ts';
 import type { HeldTunnel, TunnelLocator } from './locator.ts';
 import { serveOverWebSocket } from '../../lib/tunnel/server-session.ts';
+import { tunnelClientSession, tunnelServer } from '../../lib/tunnel/http2.ts';
 
 export interface TunnelEndpointOptions {
   readonly directory: ShareDirectory;
@@ -106,13 +103,8 @@ export class TunnelEndpoint {
     const { envZId } = identity;
     const duplex = createWebSocketStream(ws);
     duplex.on('error', () => undefined);
-    const session = http2.connect('http://tunnel.invalid', {
-      createConnection: () => duplex,
-      settings: clientSettings(limits),
-      maxHeaderListPairs: 256,
-    });
-    session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW_BYTES));
-    const capped = new CappedSession(session, limits.maxStreamsPerTunnel);
+    const capped = tunnelClientSession(duplex, limits);
+    const { session } = capped;
     const tunnel: HeldTunnel = {
       id: randomUUID(),
       open: (headers) => {
@@ -167,10 +159,7 @@ export class TunnelEndpoint {
     this.accessSockets.set(identity.envZId, sockets);
     const duplex = createWebSocketStream(ws);
     duplex.on('error', () => undefined);
-    const server = http2.createServer({ settings: serverSettings(limits), maxHeaderListPairs: 256 });
-    server.on('session', (session) =>
-      session.once('localSettings', () => session.setLocalWindowSize(SESSION_WINDOW_BYTES)),
-    );
+    const server = tunnelServer(limits);
     server.on('stream', (stream, headers) => this.accessStream(identity, stream, headers));
     server.on('sessionError', () => ws.terminate());
     serveOverWebSocket(server, duplex, ws);
