@@ -19,8 +19,8 @@
  * `--load auto` (default) uses wrk when it is installed: written in C, it takes far less of a small
  * machine's CPU from the servers being measured, and reports latency in µs (autocannon: 1 ms steps).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -28,17 +28,23 @@ import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { devInteractionsLogin } from './lib/dev-login.ts';
 import { barChartSvg } from './lib/chart.ts';
-import type { FixedBackend } from './lib/fixed-backend.ts';
+import { FIXED_BODY_START as BODY_START, type FixedBackend } from './lib/fixed-backend.ts';
 import { CookieJar, request } from './lib/http.ts';
-import type { FixedRateOptions, FixedRateResult } from './lib/fixed-rate.ts';
-import { runLoad, type LoadResult, type LoadTool } from './lib/load.ts';
+import type { LoadResult } from './lib/load.ts';
+import { loadArgs, loadOptions, type LoadArgs } from './lib/load-args.ts';
+import {
+  checkTarget,
+  fixedRate,
+  measure,
+  reportFailures,
+  type Latency,
+  type Measured,
+  type Target,
+} from './lib/measure.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
 import { freePort } from './lib/ports.ts';
 import {
-  commandExists,
-  cpuSeconds,
-  exitedChildrenCpuSeconds,
   installCleanup,
   memoryKiB,
   removeScratchDir,
@@ -48,7 +54,7 @@ import {
   stopAll,
   type BenchProcess,
 } from './lib/processes.ts';
-import { fixed, markdownTable, mib, ratio } from './lib/report.ts';
+import { fixed, latencySection, machineLines, markdownTable, mib, ratio, writeMarkdown } from './lib/report.ts';
 
 /* The Markdown report of the last run, also printed. */
 const REPORT_FILE = fileURLToPath(new URL('../docs/benchmarks/frontend.md', import.meta.url));
@@ -57,65 +63,13 @@ const CHART_FILE = fileURLToPath(new URL('../docs/benchmarks/frontend.svg', impo
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DOMAIN = 'bench.localhost';
 const BODY_BYTES = 64;
-const BODY_START = 'hello from the benchmark backend';
 
-interface Settings {
-  readonly durationSeconds: number;
-  readonly warmupSeconds: number;
-  readonly connections: number;
-  readonly tool: LoadTool;
-  /** Arrival rate (req/s) of the latency runs; undefined: half of the frontend OAuth share's saturation rate. */
-  readonly rate: number | undefined;
-}
-
-interface Target {
-  readonly name: string;
-  readonly url: string;
-  readonly headers: Record<string, string>;
-  /** Processes whose CPU time is charged to this configuration's proxy (none for direct). */
-  readonly proxyPids: () => number[];
-  /** The process whose peak RSS is reported (the proxy's, or nginx's worker). */
-  readonly memoryPid?: () => number | undefined;
-}
-
-interface Measured {
-  readonly target: Target;
-  readonly load: LoadResult;
-  readonly proxyCpuSeconds?: number;
-  readonly backendCpuSeconds?: number;
-  readonly loadCpuSeconds?: number;
-  readonly peakRssKiB?: number;
-}
-
-interface Latency {
-  readonly target: Target;
-  readonly result: FixedRateResult;
-}
+/** Arrival rate of the latency runs (`--rate auto`): half of the frontend OAuth share's saturation rate. */
+type Settings = LoadArgs;
 
 function settings(): Settings {
-  const { values } = parseArgs({
-    options: {
-      duration: { type: 'string', default: '10' },
-      warmup: { type: 'string', default: '2' },
-      connections: { type: 'string', default: '32' },
-      load: { type: 'string', default: 'auto' },
-      rate: { type: 'string', default: 'auto' },
-    },
-  });
-  const int = (name: string, text: string, min: number, max: number): number => {
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} must be an integer ${min}–${max}`);
-    return n;
-  };
-  const load = values.load === 'auto' ? (commandExists('wrk') ? 'wrk' : 'autocannon') : values.load;
-  if (load !== 'autocannon' && load !== 'wrk') throw new Error('--load must be auto, autocannon or wrk');
-  return {
-    durationSeconds: int('duration', values.duration, 1, 60),
-    warmupSeconds: int('warmup', values.warmup, 0, 30),
-    connections: int('connections', values.connections, 1, 1024),
-    tool: load,
-    rate: values.rate === 'auto' ? undefined : int('rate', values.rate, 1, 1_000_000),
-  };
+  const { values } = parseArgs({ options: loadOptions({ duration: '10', warmup: '2' }) });
+  return loadArgs(values);
 }
 
 async function main(): Promise<number> {
@@ -166,7 +120,7 @@ async function main(): Promise<number> {
         url: `http://127.0.0.1:${nginxPort}/`,
         headers: { host: `open.${DOMAIN}` },
         proxyPids: nginxPids,
-        memoryPid: () => nginx.workerPid(),
+        memoryPids: () => [nginx.workerPid()].filter((p) => p !== undefined),
       },
       ...peers,
       {
@@ -174,14 +128,14 @@ async function main(): Promise<number> {
         url: `http://127.0.0.1:${frontendPort}/`,
         headers: { host: shareUrl('open').host },
         proxyPids: frontendPids,
-        memoryPid: () => frontend.pid,
+        memoryPids: () => [frontend.pid],
       },
       {
         name: 'frontend, OAuth share (authenticated)',
         url: `http://127.0.0.1:${frontendPort}/`,
         headers: { host: shareUrl('login').host, cookie },
         proxyPids: frontendPids,
-        memoryPid: () => frontend.pid,
+        memoryPids: () => [frontend.pid],
       },
     ];
     for (const t of targets) await checkTarget(t);
@@ -193,7 +147,7 @@ async function main(): Promise<number> {
       process.stderr.write(
         `${target.name}: ${s.warmupSeconds}s warm-up, ${s.durationSeconds}s measured, ${s.connections} connections (${s.tool})\n`,
       );
-      results.push(await measure(s, target, backend));
+      results.push(await measure(s, target, backend.pid));
     }
     const memoryAfter = memoryKiB(frontend.pid);
     const heapAfter = await heapUsedMiB(metricsPort);
@@ -215,19 +169,10 @@ async function main(): Promise<number> {
       loadBefore,
     );
     process.stdout.write(report);
-    mkdirSync(join(REPORT_FILE, '..'), { recursive: true });
-    // Formatted as the repository's docs are, so a fresh report passes `prettier --check docs`.
-    const prettier = await import('prettier');
-    const style = await prettier.resolveConfig(REPORT_FILE);
-    writeFileSync(REPORT_FILE, await prettier.format(report, { ...style, parser: 'markdown' }));
+    await writeMarkdown(REPORT_FILE, report);
     writeFileSync(CHART_FILE, chart(results, latencies));
     process.stderr.write(`written to ${REPORT_FILE} and ${CHART_FILE}\n`);
-    const bad = [
-      ...results.map((r) => ({ name: r.target.name, ...r.load, ok: r.load.requests > 0 })),
-      ...latencies.map((l) => ({ name: l.target.name, ...l.result, ok: l.result.completed > 0 })),
-    ].filter((r) => r.non2xx > 0 || r.errors > 0 || !r.ok);
-    for (const r of bad) process.stderr.write(`FAILED: ${r.name}: ${r.non2xx} non-2xx, ${r.errors} errors\n`);
-    return bad.length > 0 ? 1 : 0;
+    return reportFailures(results, latencies) > 0 ? 1 : 0;
   } finally {
     await stopAll();
     removeScratchDir(dir);
@@ -334,30 +279,10 @@ async function startPeers(
       url: start.href,
       headers: { cookie },
       proxyPids: () => [proc.pid],
-      memoryPid: () => proc.pid,
+      memoryPids: () => [proc.pid],
     });
   }
   return targets;
-}
-
-/** One configuration at a fixed arrival rate, the generator in its own process. */
-async function fixedRate(s: Settings, target: Target, rate: number): Promise<FixedRateResult> {
-  const options: FixedRateOptions = {
-    url: target.url,
-    headers: target.headers,
-    rate,
-    durationSeconds: s.durationSeconds,
-    connections: s.connections,
-  };
-  const child = await startModule<FixedRateResult>(
-    'fixed-rate',
-    join(ROOT, 'bench/lib/fixed-rate.ts'),
-    'runFixedRate',
-    options,
-    (s.durationSeconds + 30) * 1000,
-  );
-  await child.exited;
-  return child.ready;
 }
 
 /** The frontend's JS heap in use (MiB), from its own Prometheus metrics. */
@@ -365,44 +290,6 @@ async function heapUsedMiB(metricsPort: number): Promise<number | undefined> {
   const reply = await request(new URL(`http://127.0.0.1:${metricsPort}/metrics`)).catch(() => undefined);
   const match = /^svc_frontend_nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([0-9.e+]+)$/m.exec(reply?.body ?? '');
   return match ? Number(match[1]) / 1024 / 1024 : undefined;
-}
-
-/** One request before the load: a broken setup must fail here, not be reported as fast. */
-async function checkTarget(t: Target): Promise<void> {
-  const url = new URL(t.url);
-  const reply = await request(url, { headers: t.headers });
-  if (reply.status !== 200 || !reply.body.startsWith(BODY_START))
-    throw new Error(`${t.name}: expected the backend's 200, got ${reply.status}: ${reply.body.slice(0, 200)}`);
-}
-
-async function measure(s: Settings, target: Target, backend: BenchProcess<FixedBackend>): Promise<Measured> {
-  const base = { url: target.url, headers: target.headers, connections: s.connections, warmupSeconds: 0 };
-  if (s.warmupSeconds > 0) await runLoad(s.tool, { ...base, durationSeconds: s.warmupSeconds });
-  const cpu = (pids: number[]): number | undefined =>
-    pids.reduce<number | undefined>((sum, pid) => {
-      const c = cpuSeconds(pid);
-      return sum === undefined || c === undefined ? undefined : sum + c;
-    }, 0);
-  const pids = target.proxyPids();
-  const proxyBefore = pids.length > 0 ? cpu(pids) : undefined;
-  const backendBefore = cpuSeconds(backend.pid);
-  const loadBefore = exitedChildrenCpuSeconds();
-  const load = await runLoad(s.tool, { ...base, durationSeconds: s.durationSeconds });
-  const loadAfter = exitedChildrenCpuSeconds();
-  const proxyAfter = pids.length > 0 ? cpu(pids) : undefined;
-  const backendAfter = cpuSeconds(backend.pid);
-  const memoryPid = target.memoryPid?.();
-  const peakRssKiB = memoryPid !== undefined ? memoryKiB(memoryPid).peak : undefined;
-  return {
-    target,
-    load,
-    ...(peakRssKiB !== undefined ? { peakRssKiB } : {}),
-    ...(loadBefore !== undefined && loadAfter !== undefined ? { loadCpuSeconds: loadAfter - loadBefore } : {}),
-    ...(proxyBefore !== undefined && proxyAfter !== undefined ? { proxyCpuSeconds: proxyAfter - proxyBefore } : {}),
-    ...(backendBefore !== undefined && backendAfter !== undefined
-      ? { backendCpuSeconds: backendAfter - backendBefore }
-      : {}),
-  };
 }
 
 /** The report's main figures as an SVG bar chart (docs/benchmarks/frontend.svg). */
@@ -468,16 +355,6 @@ function formatReport(
     fixed(cores(loadCpuSeconds, load), 2),
     mib(peakRssKiB),
   ]);
-  const directLatency = latencies[0]?.result;
-  const latencyRows = latencies.map(({ target, result }) => [
-    target.name,
-    `${result.completed} / ${result.sent}`,
-    fixed(result.p50Ms, 2),
-    fixed(result.p99Ms, 2),
-    `${result.non2xx} / ${result.errors}`,
-    directLatency ? fixed(result.p99Ms - directLatency.p99Ms, 2) : '-',
-  ]);
-  const cpu = cpus();
   return [
     '# Frontend benchmark — last run',
     '',
@@ -485,11 +362,7 @@ function formatReport(
     '',
     '![Requests/s, CPU per request, peak RSS and fixed-rate p99 of each configuration](frontend.svg)',
     '',
-    `- date: ${new Date().toISOString()}`,
-    `- machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB memory, Node ${process.version}`,
-    `- load average before: ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after: ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')} (the machine is shared: read ratios, not absolute figures)`,
+    ...machineLines(loadBefore),
     `- saturation: ${s.tool}, ${s.connections} connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per configuration, 127.0.0.1, ${BODY_BYTES}-byte body, keep-alive`,
     `- latency: open loop at ${latencies[0]?.result.rate ?? '-'} req/s for ${s.durationSeconds} s per configuration, measured from each request's scheduled time, up to ${s.connections} connections`,
     '',
@@ -514,12 +387,7 @@ function formatReport(
       rows,
     ),
     '',
-    `## Latency at a fixed rate (${latencies[0]?.result.rate ?? '-'} req/s)`,
-    '',
-    markdownTable(
-      ['configuration', 'completed / sent', 'p50 ms', 'p99 ms', 'non-2xx / errors', 'p99 added over direct ms'],
-      latencyRows,
-    ),
+    ...latencySection(latencies, 'configuration'),
     '',
     `Frontend start-up (spawn of \`node bin/svc.js frontend\` → listening / → /readyz 200, provider discovery included): ` +
       `${fixed(startup.listeningMs, 0)} ms / ${fixed(startup.readyMs, 0)} ms.`,

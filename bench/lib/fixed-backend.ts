@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface FixedBackendOptions {
@@ -17,19 +17,30 @@ export interface FixedBackend {
   close(): Promise<void>;
 }
 
+/** How the small body starts: a contender that answers with anything else is misrouted. */
+export const FIXED_BODY_START = 'hello from the benchmark backend';
+
+const STREAM_CHUNK = Buffer.alloc(64 * 1024, 'x');
+
 /**
  * The simplest real backend: node:http answering every request with the same small body
- * (`200`, fixed Content-Length, keep-alive). Meant to run in its own process through
+ * (`200`, fixed Content-Length, keep-alive). `GET /big?mib=N` instead streams N MiB in 64 KiB
+ * writes that respect back-pressure (the bulk-transfer case of bench/tunnel.ts), so a slow reader
+ * is what limits it, never the backend's memory. Meant to run in its own process through
  * `startModule(..., 'startFixedBackend', ...)`, so it never shares an event loop with a proxy or a
  * load generator.
  */
 export async function startFixedBackend(options: FixedBackendOptions = {}): Promise<FixedBackend> {
   const body = Buffer.alloc(options.bodyBytes ?? 64, 'x');
-  body.write('hello from the benchmark backend\n');
+  body.write(`${FIXED_BODY_START}\n`);
   const headers = { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(body.length) };
   const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 66_000 }, (req, res) => {
     // Drain any request body, then answer; GETs have none.
     req.resume();
+    if (req.url?.startsWith('/big?')) {
+      streamBody(res, Number(new URL(req.url, 'http://x').searchParams.get('mib')));
+      return;
+    }
     res.writeHead(200, headers);
     res.end(body);
   });
@@ -49,4 +60,21 @@ export async function startFixedBackend(options: FixedBackendOptions = {}): Prom
         server.closeAllConnections();
       }),
   };
+}
+
+/** Writes `mib` MiB of filler, waiting for 'drain' whenever the socket's buffer is full. */
+function streamBody(res: ServerResponse, mib: number): void {
+  let left = Number.isInteger(mib) && mib > 0 ? mib * 16 : 0;
+  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': left * STREAM_CHUNK.length });
+  const pump = (): void => {
+    while (left > 0) {
+      left -= 1;
+      if (!res.write(STREAM_CHUNK)) {
+        res.once('drain', pump);
+        return;
+      }
+    }
+    res.end();
+  };
+  pump();
 }

@@ -1,3 +1,8 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { dirname } from 'node:path';
+import type { Latency } from './measure.ts';
+
 /** Plain-text reporting helpers shared by the benchmarks. */
 
 /** A Markdown table with padded columns (readable in a terminal, pasteable into docs). */
@@ -22,4 +27,49 @@ export function ratio(value: number | undefined, base: number | undefined): stri
 /** KiB as MiB with one decimal. */
 export function mib(kib: number | undefined): string {
   return kib === undefined ? '-' : `${(kib / 1024).toFixed(1)} MiB`;
+}
+
+/** Writes a Markdown report formatted as the repository's docs are, so a fresh report passes `prettier --check docs`. */
+export async function writeMarkdown(file: string, markdown: string): Promise<void> {
+  const prettier = await import('prettier');
+  const style = await prettier.resolveConfig(file);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, await prettier.format(markdown, { ...style, parser: 'markdown' }));
+}
+
+/** The report lines that state when and where a run was made, and how loaded the machine was. */
+export function machineLines(loadBefore: readonly number[]): string[] {
+  const cpu = cpus();
+  const loads = (l: readonly number[]): string => l.map((v) => v.toFixed(2)).join(' ');
+  return [
+    `- date: ${new Date().toISOString()}`,
+    `- machine: ${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown'}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB memory, Node ${process.version}`,
+    `- load average before: ${loads(loadBefore)}, after: ${loads(loadavg())} (the machine is shared: read ratios, not absolute figures)`,
+  ];
+}
+
+/** The fixed-rate latency section: the first row is the baseline (direct) that added latency is measured against. */
+export function latencySection(latencies: readonly Latency[], firstColumn: string): string[] {
+  const base = latencies[0]?.result;
+  const table = markdownTable(
+    [
+      firstColumn,
+      'completed / sent',
+      'p50 ms',
+      'p99 ms',
+      'non-2xx / errors',
+      'p50 added over direct ms',
+      'p99 added over direct ms',
+    ],
+    latencies.map(({ target, result }) => [
+      target.name,
+      `${result.completed} / ${result.sent}`,
+      fixed(result.p50Ms, 2),
+      fixed(result.p99Ms, 2),
+      `${result.non2xx} / ${result.errors}`,
+      base ? fixed(result.p50Ms - base.p50Ms, 2) : '-',
+      base ? fixed(result.p99Ms - base.p99Ms, 2) : '-',
+    ]),
+  );
+  return [`## Latency at a fixed rate (${base?.rate ?? '-'} req/s)`, '', table];
 }

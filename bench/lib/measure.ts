@@ -1,0 +1,136 @@
+import { fileURLToPath } from 'node:url';
+import { FIXED_BODY_START } from './fixed-backend.ts';
+import type { FixedRateOptions, FixedRateResult } from './fixed-rate.ts';
+import { request } from './http.ts';
+import { runLoad, type LoadResult, type LoadTool } from './load.ts';
+import { cpuSeconds, exitedChildrenCpuSeconds, memoryKiB, startModule } from './processes.ts';
+
+/**
+ * Measuring one contender of a benchmark: the same load in the same way for each, with the CPU
+ * time of the processes that do the proxying, of the backend and of the load generator taken
+ * around the measured run. Shared by bench/frontend.ts and bench/tunnel.ts.
+ */
+export interface Target {
+  readonly name: string;
+  /** Where to connect; `headers.host` can name another host (name-based routing on loopback). */
+  readonly url: string;
+  readonly headers: Record<string, string>;
+  /** Processes whose CPU time is charged to this contender's proxying (none for direct). */
+  readonly proxyPids: () => number[];
+  /** Processes whose peak RSS is reported (the proxy's, or nginx's worker). */
+  readonly memoryPids?: () => number[];
+}
+
+export interface Measured {
+  readonly target: Target;
+  readonly load: LoadResult;
+  /** CPU seconds of all proxy processes together, and of each in `proxyPids` order. */
+  readonly proxyCpuSeconds?: number;
+  readonly proxyCpuSecondsEach?: readonly number[];
+  readonly backendCpuSeconds?: number;
+  readonly loadCpuSeconds?: number;
+  /** VmHWM of the memory processes together, and of each in `memoryPids` order. */
+  readonly peakRssKiB?: number;
+  readonly peakRssKiBEach?: readonly number[];
+}
+
+/** A contender's fixed-rate latency run. */
+export interface Latency {
+  readonly target: Target;
+  readonly result: FixedRateResult;
+}
+
+export interface LoadSettings {
+  readonly tool: LoadTool;
+  readonly connections: number;
+  readonly durationSeconds: number;
+  readonly warmupSeconds: number;
+}
+
+const FIXED_RATE_MODULE = fileURLToPath(new URL('./fixed-rate.ts', import.meta.url));
+
+/** One request before the load: a broken setup must fail here, not be reported as fast. */
+export async function checkTarget(t: Target): Promise<void> {
+  const reply = await request(new URL(t.url), { headers: t.headers });
+  if (reply.status !== 200 || !reply.body.startsWith(FIXED_BODY_START))
+    throw new Error(`${t.name}: expected the backend's 200, got ${reply.status}: ${reply.body.slice(0, 200)}`);
+}
+
+/** Saturation: a warm-up, then the measured closed-loop run at `connections` keep-alive connections. */
+export async function measure(s: LoadSettings, target: Target, backendPid: number): Promise<Measured> {
+  const base = { url: target.url, headers: target.headers, connections: s.connections, warmupSeconds: 0 };
+  if (s.warmupSeconds > 0) await runLoad(s.tool, { ...base, durationSeconds: s.warmupSeconds });
+  const pids = target.proxyPids();
+  const proxyBefore = pids.map(cpuSeconds);
+  const backendBefore = cpuSeconds(backendPid);
+  const loadBefore = exitedChildrenCpuSeconds();
+  const load = await runLoad(s.tool, { ...base, durationSeconds: s.durationSeconds });
+  const loadAfter = exitedChildrenCpuSeconds();
+  const proxyEach = pids.map((pid, i) => difference(proxyBefore[i], cpuSeconds(pid)));
+  const backendAfter = cpuSeconds(backendPid);
+  const peaks = (target.memoryPids?.() ?? []).map((pid) => memoryKiB(pid).peak);
+  const known = <T>(values: (T | undefined)[]): values is T[] => values.every((v) => v !== undefined);
+  const sum = (values: number[]): number => values.reduce((a, b) => a + b, 0);
+  const loadCpu = difference(loadBefore, loadAfter);
+  const backendCpu = difference(backendBefore, backendAfter);
+  return {
+    target,
+    load,
+    ...(pids.length > 0 && known(proxyEach) ? { proxyCpuSeconds: sum(proxyEach), proxyCpuSecondsEach: proxyEach } : {}),
+    ...(peaks.length > 0 && known(peaks) ? { peakRssKiB: sum(peaks), peakRssKiBEach: peaks } : {}),
+    ...(loadCpu !== undefined ? { loadCpuSeconds: loadCpu } : {}),
+    ...(backendCpu !== undefined ? { backendCpuSeconds: backendCpu } : {}),
+  };
+}
+
+/** One contender at a fixed arrival rate (open loop, bench/lib/fixed-rate.ts), the generator in its own process. */
+export async function fixedRate(
+  s: Pick<LoadSettings, 'connections' | 'durationSeconds'>,
+  target: Target,
+  rate: number,
+): Promise<FixedRateResult> {
+  const options: FixedRateOptions = {
+    url: target.url,
+    headers: target.headers,
+    rate,
+    durationSeconds: s.durationSeconds,
+    connections: s.connections,
+  };
+  const child = await startModule<FixedRateResult>(
+    'fixed-rate',
+    FIXED_RATE_MODULE,
+    'runFixedRate',
+    options,
+    (s.durationSeconds + 30) * 1000,
+  );
+  await child.exited;
+  return child.ready;
+}
+
+/** CPU seconds of several processes together; undefined when any is unknown. */
+export function cpuSecondsOf(pids: readonly number[]): number | undefined {
+  let total = 0;
+  for (const pid of pids) {
+    const c = cpuSeconds(pid);
+    if (c === undefined) return undefined;
+    total += c;
+  }
+  return total;
+}
+
+function difference(before: number | undefined, after: number | undefined): number | undefined {
+  return before === undefined || after === undefined ? undefined : after - before;
+}
+
+/**
+ * Prints a FAILED line for every saturation or fixed-rate run that saw a non-2xx answer, an error,
+ * or nothing at all; returns how many did (a benchmark exits non-zero then: a broken path is not fast).
+ */
+export function reportFailures(results: readonly Measured[], latencies: readonly Latency[]): number {
+  const bad = [
+    ...results.map((r) => ({ name: r.target.name, ...r.load, ok: r.load.requests > 0 })),
+    ...latencies.map((l) => ({ name: l.target.name, ...l.result, ok: l.result.completed > 0 })),
+  ].filter((r) => r.non2xx > 0 || r.errors > 0 || !r.ok);
+  for (const r of bad) process.stderr.write(`FAILED: ${r.name}: ${r.non2xx} non-2xx, ${r.errors} errors\n`);
+  return bad.length;
+}
