@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { MEDIA_TYPE } from '../../lib/api-client.ts';
 import { locateHelm } from './binaries.ts';
 import {
@@ -20,6 +21,7 @@ import {
   findObject,
   helmRunner,
   run,
+  selfCan,
   type HelmRunner,
   type Obj,
   type Run,
@@ -56,6 +58,7 @@ let accountToken = '';
 
 const noIdentity = ['--set', 'shareDomain=share.example.com', '--set', 'controller.enabled=true'];
 const base = (): string[] => [...noIdentity, '--set-file', `controller.identity.json=${identityFile}`];
+const publicFrontend = ['--set', 'publicFrontend.enabled=true,publicFrontend.endpointUrl=https://share.example.com'];
 
 const podOf = (deployment: Obj): PodSpec =>
   (deployment as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
@@ -162,6 +165,7 @@ describe('rendered controller', () => {
     await serverSideApply(cp.kubeConfig, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: RELEASE_NS } });
     const objs = await template(
       ...base(),
+      ...publicFrontend,
       '--set',
       'controller.ingress.enabled=true,controller.ingress.host=api.example.com',
       '--include-crds',
@@ -170,7 +174,16 @@ describe('rendered controller', () => {
       const applied = await serverSideApply(cp.kubeConfig, obj, { dryRun: true, namespace: RELEASE_NS });
       expect(applied.kind).toBe(obj.kind);
     }
-    expect(objs.map((o) => `${o.kind}/${o.metadata?.name}`)).toContain('Ingress/svc-controller');
+    expect(objs.map((o) => `${o.kind}/${o.metadata?.name}`)).toEqual(
+      expect.arrayContaining([
+        'Ingress/svc-controller',
+        'Deployment/svc-public-frontend',
+        'PodDisruptionBudget/svc-public-frontend',
+        'Ingress/svc-public-frontend',
+        'Role/svc-public-frontend',
+        'Secret/svc-frontend-credential',
+      ]),
+    );
   });
 });
 
@@ -195,17 +208,7 @@ describe('helm install with the controller', () => {
   });
 
   it('grants the controller Secrets in its namespace and nothing more', async () => {
-    const can = async (attrs: Record<string, string>): Promise<boolean> =>
-      (
-        (await rawRequest(sa.kubeConfig, '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
-          method: 'POST',
-          body: {
-            apiVersion: 'authorization.k8s.io/v1',
-            kind: 'SelfSubjectAccessReview',
-            spec: { resourceAttributes: attrs },
-          },
-        })) as { status: { allowed: boolean } }
-      ).status.allowed;
+    const can = (attrs: Record<string, string>): Promise<boolean> => selfCan(sa.kubeConfig, attrs);
     for (const verb of ['get', 'list', 'create', 'delete']) {
       expect(await can({ resource: 'secrets', verb, namespace: RELEASE_NS }), verb).toBe(true);
     }
@@ -386,4 +389,392 @@ describe('helm install with the controller', () => {
       await new Promise((resolve) => operator.once('exit', resolve));
     }
   }, 90_000);
+});
+
+interface FrontendContainer extends Container {
+  env?: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  ports?: { name: string; containerPort: number }[];
+  livenessProbe?: { httpGet: { path: string; port: string } };
+  readinessProbe?: { httpGet: { path: string; port: string } };
+  securityContext?: Record<string, unknown>;
+}
+interface FrontendPod {
+  serviceAccountName: string;
+  securityContext: Record<string, unknown>;
+  initContainers: FrontendContainer[];
+  containers: FrontendContainer[];
+  volumes: { name: string; secret?: { secretName: string; items?: { key: string; path: string }[] } }[];
+  affinity: unknown;
+}
+interface FrontendDeployment {
+  spec: { replicas: number; template: { metadata: { annotations: Record<string, string> }; spec: FrontendPod } };
+}
+const decode = (secret: Obj, key: string): string =>
+  Buffer.from((secret as { data: Record<string, string> }).data[key] ?? '', 'base64').toString();
+
+/**
+ * Runs the public frontend's init container as a local process, its volumes as the kubelet would
+ * provide them (the rendered config Secret, and an oauth.yaml when frontend.existingSecret is used):
+ * the file the frontend reads, and the folder where the credential is mounted.
+ */
+async function runConfigInit(objs: Obj[], oauthYaml?: string): Promise<{ file: string; dir: string }> {
+  const pod = (find(objs, 'Deployment', 'svc-public-frontend') as Obj & FrontendDeployment).spec.template.spec;
+  const init = pod.initContainers[0]!;
+  const root = await mkdtemp(join(work, 'pf-init-'));
+  const source: Record<string, Record<string, string>> = {
+    'config-source': {
+      'public-frontend.yaml': decode(find(objs, 'Secret', 'svc-public-frontend'), 'public-frontend.yaml'),
+    },
+    'oauth-source': oauthYaml === undefined ? {} : { 'oauth.yaml': oauthYaml },
+    config: {},
+  };
+  const mounts = new Map<string, string>();
+  for (const m of init.volumeMounts ?? []) {
+    const dir = join(root, m.name);
+    await mkdir(dir, { recursive: true });
+    for (const [key, value] of Object.entries(source[m.name] ?? {})) await writeFile(join(dir, key), value);
+    mounts.set(m.mountPath, dir);
+  }
+  const local = (arg: string): string => {
+    for (const [path, dir] of mounts) if (arg.startsWith(`${path}/`)) return join(dir, arg.slice(path.length + 1));
+    return arg;
+  };
+  const [command, ...args] = init.command!;
+  expect(command).toBe('node');
+  // Twice: a pod sandbox restarted on its node re-runs the init container over the kept volume.
+  for (let i = 0; i < 2; i++) {
+    const ran = await run(NODE, args.map(local));
+    expect(ran.code, ran.stderr).toBe(0);
+  }
+  return { file: join(root, 'config', 'public-frontend.yaml'), dir: join(root, 'config') };
+}
+
+describe('public frontend values', () => {
+  it.each([
+    ['the defaults', []],
+    [
+      'one replica, its own credential Secret, TLS and tunnel limits',
+      [
+        '--set',
+        'publicFrontend.replicas=1,publicFrontend.credential.existingSecret=cred,publicFrontend.tunnel.maxStreamsPerTunnel=50',
+        '--set',
+        'publicFrontend.ingress.tls[0].secretName=wildcard,publicFrontend.ingress.tls[0].hosts[0]=*.share.example.com',
+      ],
+    ],
+  ])('lint clean with %s', async (_name, extra) => {
+    const out = await helm('lint', CHART, '--strict', ...base(), ...publicFrontend, ...extra);
+    expect(out.stderr + out.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
+    expect(out.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
+  });
+
+  it.each([
+    ['an unknown key', ['--set', 'publicFrontend.hosts=x'], "at '/publicFrontend': additional properties 'hosts'"],
+    ['an unknown tunnel limit', ['--set', 'publicFrontend.tunnel.maxBytes=1'], "additional properties 'maxBytes'"],
+    ['zero replicas', ['--set', 'publicFrontend.replicas=0'], "at '/publicFrontend/replicas'"],
+    ['the peer port on the HTTP port', ['--set', 'publicFrontend.peerPort=8080'], "at '/publicFrontend/peerPort'"],
+    ['a bad lease duration', ['--set', 'publicFrontend.leaseDuration=15'], "at '/publicFrontend/leaseDuration'"],
+  ])('rejects %s', async (_name, extra, message) => {
+    const out = await helm('template', RELEASE, CHART, ...base(), ...publicFrontend, ...extra);
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toContain(message);
+  });
+
+  it('names the missing controller when enabled without it', async () => {
+    const out = await helm(
+      'template',
+      RELEASE,
+      CHART,
+      ...base(),
+      ...publicFrontend,
+      '--set',
+      'controller.enabled=false',
+    );
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toContain('publicFrontend.enabled requires controller.enabled');
+  });
+});
+
+describe('rendered public frontend', () => {
+  const oauth = {
+    endpoint_url: 'https://auth.share.example.com',
+    cookie_name: 'svc-auth-session',
+    cookie_domain: 'share.example.com',
+    session_lifetime: '6h',
+    intermediate_lifetime: '5m',
+    signing_key: 'chart-test-signing-key-0123456789abcdef',
+    encryption_key: 'chart-test-encryption-key-0123',
+    providers: [{ name: 'google', type: 'idp1', client_id: 'id', client_secret: 'chart-test-client-secret' }],
+  };
+  let oauthValues: string;
+  let objs: Obj[];
+  beforeAll(async () => {
+    oauthValues = join(work, 'pf-oauth.yaml');
+    await writeFile(
+      oauthValues,
+      toYaml({ frontend: { oauth }, publicFrontend: { tunnel: { maxStreamsPerTunnel: 64, pingInterval: '20s' } } }),
+    );
+    objs = await template(...base(), ...publicFrontend, '-f', oauthValues);
+  });
+
+  it('runs svc public-frontend with the contract config, the pod’s identity from the downward API and probes', () => {
+    const deployment = find(objs, 'Deployment', 'svc-public-frontend') as Obj & FrontendDeployment;
+    expect(deployment.spec.replicas).toBe(2);
+    const pod = deployment.spec.template.spec;
+    expect(pod.serviceAccountName).toBe('svc-public-frontend');
+    const [container] = pod.containers;
+    expect(container?.args).toEqual(['public-frontend', '--config', '/etc/svc/public-frontend.yaml']);
+    expect(container?.env).toEqual([
+      { name: 'SVC_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      { name: 'SVC_POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+      { name: 'SVC_POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    ]);
+    expect(container?.ports?.map((p) => [p.name, p.containerPort])).toEqual([
+      ['http', 8080],
+      ['peer', 8444],
+      ['metrics', 9090],
+    ]);
+    expect(container?.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    expect(container?.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    expect(pod.securityContext).toEqual({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    for (const c of [...pod.initContainers, ...pod.containers]) {
+      expect(c.securityContext, c.name).toEqual({
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        runAsNonRoot: true,
+        capabilities: { drop: ['ALL'] },
+      });
+    }
+    expect(container?.volumeMounts).toEqual(
+      expect.arrayContaining([
+        { name: 'config', mountPath: '/etc/svc', readOnly: true },
+        { name: 'credential', mountPath: '/etc/svc/frontend', readOnly: true },
+      ]),
+    );
+    expect(pod.volumes.find((v) => v.name === 'credential')?.secret).toEqual({
+      secretName: 'svc-frontend-credential',
+      items: [{ key: 'credential', path: 'credential' }],
+    });
+    expect(pod.affinity).toMatchObject({
+      podAntiAffinity: {
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          {
+            podAffinityTerm: {
+              topologyKey: 'kubernetes.io/hostname',
+              labelSelector: { matchLabels: { 'app.kubernetes.io/component': 'public-frontend' } },
+            },
+          },
+        ],
+      },
+    });
+  });
+
+  it('writes the config file the frontend reads: frontend, oauth, tunnel limits, controller, replicas', async () => {
+    const { file, dir } = await runConfigInit(objs);
+    expect(parseYaml(await readFile(file, 'utf8'))).toEqual({
+      frontend: {
+        listen: '0.0.0.0:8080',
+        domain: 'share.example.com',
+        endpoint_url: 'https://share.example.com',
+        metrics_listen: '0.0.0.0:9090',
+      },
+      oauth,
+      tunnel: { max_streams_per_tunnel: 64, ping_interval: '20s' },
+      controller: {
+        url: `http://svc-controller.${RELEASE_NS}.svc:80`,
+        credential_file: '/etc/svc/frontend/credential',
+      },
+      replicas: { peer_listen: '0.0.0.0:8444', lease_duration: '15s' },
+    });
+    expect((await stat(file)).mode & 0o777).toBe(0o440);
+    expect((await stat(join(dir, 'frontend'))).isDirectory()).toBe(true);
+  });
+
+  it('appends the oauth: section of frontend.existingSecret to the chart’s part', async () => {
+    const rendered = await template(
+      ...base(),
+      ...publicFrontend,
+      '--set',
+      'frontend.existingSecret=my-oauth,auth.host=auth.share.example.com',
+    );
+    const pod = (find(rendered, 'Deployment', 'svc-public-frontend') as Obj & FrontendDeployment).spec.template.spec;
+    expect(pod.volumes.find((v) => v.name === 'oauth-source')?.secret?.secretName).toBe('my-oauth');
+    const { file } = await runConfigInit(rendered, `oauth:\n  cookie_name: from-secret`);
+    const config = parseYaml(await readFile(file, 'utf8')) as Record<string, unknown>;
+    expect(config.oauth).toEqual({ cookie_name: 'from-secret' });
+    expect(Object.keys(config).sort()).toEqual(['controller', 'frontend', 'oauth', 'replicas']);
+  });
+
+  it('tells the controller where the frontend is and mounts the shared credential', async () => {
+    const config = find(objs, 'ConfigMap', 'svc-controller') as Obj & { data: Record<string, string> };
+    expect((parseYaml(config.data['controller.yaml']!) as Record<string, unknown>).public_frontend).toEqual({
+      domain: 'share.example.com',
+      endpoint_url: 'https://share.example.com',
+      credential_file: '/etc/svc/frontend/credential',
+    });
+    const pod = (find(objs, 'Deployment', 'svc-controller') as Obj & FrontendDeployment).spec.template.spec;
+    expect(pod.containers[0]?.volumeMounts).toContainEqual({
+      name: 'frontend-credential',
+      mountPath: '/etc/svc/frontend',
+      readOnly: true,
+    });
+    expect(pod.volumes.find((v) => v.name === 'frontend-credential')?.secret?.secretName).toBe(
+      'svc-frontend-credential',
+    );
+    const credential = decode(find(objs, 'Secret', 'svc-frontend-credential'), 'credential');
+    expect(credential).toMatch(/^[A-Za-z0-9]{48}$/);
+    // Without the public frontend the controller config has no such section.
+    const without = find(await template(...base()), 'ConfigMap', 'svc-controller') as Obj & {
+      data: Record<string, string>;
+    };
+    expect(without.data['controller.yaml']).not.toContain('public_frontend');
+  });
+
+  it('serves both hosts through one Ingress, keeps one pod through disruptions, and grants only Leases', () => {
+    const ingress = find(objs, 'Ingress', 'svc-public-frontend') as Obj & {
+      spec: { rules: { host: string; http: { paths: { backend: { service: { name: string } } }[] } }[] };
+    };
+    expect(ingress.spec.rules.map((r) => [r.host, r.http.paths[0]?.backend.service.name])).toEqual([
+      ['*.share.example.com', 'svc-public-frontend'],
+      ['share.example.com', 'svc-public-frontend'],
+    ]);
+    const service = find(objs, 'Service', 'svc-public-frontend') as Obj & {
+      spec: { ports: { name: string; port: number; targetPort: string }[] };
+    };
+    expect(service.spec.ports.find((p) => p.name === 'http')).toMatchObject({ port: 80, targetPort: 'http' });
+    expect(service.spec.ports.map((p) => p.name)).not.toContain('peer');
+    const pdb = find(objs, 'PodDisruptionBudget', 'svc-public-frontend') as Obj & {
+      spec: { minAvailable: number; selector: { matchLabels: Record<string, string> } };
+    };
+    expect(pdb.spec.minAvailable).toBe(1);
+    expect(pdb.spec.selector.matchLabels['app.kubernetes.io/component']).toBe('public-frontend');
+    const role = find(objs, 'Role', 'svc-public-frontend') as Obj & { rules: unknown[] };
+    expect(role.rules).toEqual([
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+      },
+    ]);
+    const binding = find(objs, 'RoleBinding', 'svc-public-frontend') as Obj & { subjects: unknown[] };
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'svc-public-frontend', namespace: RELEASE_NS }]);
+    expect(objs.filter((o) => o.kind === 'ClusterRole' && o.metadata?.name?.includes('public-frontend'))).toEqual([]);
+  });
+
+  it('rolls the pods when the config changes', async () => {
+    const checksum = (rendered: Obj[]): string | undefined =>
+      (find(rendered, 'Deployment', 'svc-public-frontend') as Obj & FrontendDeployment).spec.template.metadata
+        .annotations['checksum/config'];
+    const before = checksum(objs);
+    expect(before).toMatch(/^[0-9a-f]{64}$/);
+    expect(checksum(await template(...base(), ...publicFrontend, '-f', oauthValues))).toBe(before);
+    expect(
+      checksum(
+        await template(...base(), ...publicFrontend, '-f', oauthValues, '--set', 'publicFrontend.leaseDuration=30s'),
+      ),
+    ).not.toBe(before);
+  });
+
+  it('leaves out the credential Secret for an existing one, and the PDB and Ingress when disabled', async () => {
+    const rendered = await template(
+      ...base(),
+      ...publicFrontend,
+      '--set',
+      'publicFrontend.credential.existingSecret=cred,publicFrontend.podDisruptionBudget.enabled=false,publicFrontend.ingress.enabled=false',
+    );
+    const names = rendered.map((o) => `${o.kind}/${o.metadata?.name}`);
+    expect(names).toContain('Deployment/svc-public-frontend');
+    expect(names.filter((n) => /frontend-credential|PodDisruptionBudget|Ingress\/svc-public/.test(n))).toEqual([]);
+    const pod = (find(rendered, 'Deployment', 'svc-controller') as Obj & FrontendDeployment).spec.template.spec;
+    expect(pod.volumes.find((v) => v.name === 'frontend-credential')?.secret?.secretName).toBe('cred');
+  });
+});
+
+describe('helm install with the public frontend', () => {
+  const release = 'edge';
+  const ns = 'svc-edge';
+  const saUser = `system:serviceaccount:${ns}:edge-public-frontend`;
+  const install = (command: 'install' | 'upgrade', ...extra: string[]): Promise<Run> =>
+    helm(command, release, CHART, '-n', ns, ...base(), ...publicFrontend, ...extra, '--kubeconfig', cp.kubeconfigPath);
+  const credential = async (): Promise<string> =>
+    decode(
+      (await rawRequest(cp.kubeConfig, `/api/v1/namespaces/${ns}/secrets/edge-frontend-credential`)) as Obj,
+      'credential',
+    );
+  let sa: KubeConfig;
+  let notes = '';
+
+  beforeAll(async () => {
+    const out = await install('install', '--create-namespace');
+    if (out.code !== 0) throw new Error(`helm install failed: ${out.stderr}`);
+    notes = out.stdout;
+    sa = (await cp.userKubeConfig(saUser, ['system:serviceaccounts', `system:serviceaccounts:${ns}`])).kubeConfig;
+  });
+
+  it('creates the frontend’s objects', async () => {
+    for (const path of [
+      `/apis/apps/v1/namespaces/${ns}/deployments/edge-public-frontend`,
+      `/api/v1/namespaces/${ns}/services/edge-public-frontend`,
+      `/api/v1/namespaces/${ns}/serviceaccounts/edge-public-frontend`,
+      `/api/v1/namespaces/${ns}/secrets/edge-public-frontend`,
+      `/api/v1/namespaces/${ns}/secrets/edge-frontend-credential`,
+      `/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets/edge-public-frontend`,
+      `/apis/networking.k8s.io/v1/namespaces/${ns}/ingresses/edge-public-frontend`,
+      `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/edge-public-frontend`,
+      `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings/edge-public-frontend`,
+    ]) {
+      const obj = (await rawRequest(cp.kubeConfig, path)) as Obj;
+      expect((obj.metadata?.labels ?? {})['app.kubernetes.io/component'], path).toBe('public-frontend');
+    }
+  });
+
+  it('prints the DNS names and how a machine enables itself', () => {
+    expect(notes).toContain('Point DNS for *.share.example.com and share.example.com at your ingress controller');
+    expect(notes).toContain('svc enable <account token> --api-endpoint https://<controller API host>');
+  });
+
+  it('lets the frontend’s ServiceAccount manage Leases in its namespace and nothing else', async () => {
+    const leases = `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`;
+    const lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'svc-tunnel-test' },
+      spec: { holderIdentity: 'edge-public-frontend-0', leaseDurationSeconds: 15 },
+    };
+    const created = (await rawRequest(sa, leases, { method: 'POST', body: lease })) as Obj;
+    const updated = (await rawRequest(sa, `${leases}/svc-tunnel-test`, {
+      method: 'PUT',
+      body: { ...created, spec: { ...lease.spec, holderIdentity: 'edge-public-frontend-1' } },
+    })) as Obj & { spec: { holderIdentity: string } };
+    expect(updated.spec.holderIdentity).toBe('edge-public-frontend-1');
+    await rawRequest(sa, `${leases}/svc-tunnel-test`, { method: 'DELETE' });
+    await expect(rawRequest(sa, `/api/v1/namespaces/${ns}/secrets/edge-frontend-credential`)).rejects.toMatchObject({
+      code: 403,
+    });
+    const can = (attrs: Record<string, string>): Promise<boolean> => selfCan(sa, attrs);
+    for (const verb of ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']) {
+      expect(await can({ group: 'coordination.k8s.io', resource: 'leases', verb, namespace: ns }), verb).toBe(true);
+    }
+    const denied: Record<string, string>[] = [
+      { group: 'coordination.k8s.io', resource: 'leases', verb: 'create', namespace: 'default' },
+      { resource: 'secrets', verb: 'get', namespace: ns },
+      { resource: 'secrets', verb: 'list', namespace: ns },
+      { resource: 'pods', verb: 'create', namespace: ns },
+      { resource: 'configmaps', verb: 'get', namespace: ns },
+      { group: 'svc.dev', resource: 'shares', verb: 'list' },
+    ];
+    for (const attrs of denied) expect(await can(attrs), JSON.stringify(attrs)).toBe(false);
+  });
+
+  it('keeps the generated credential across helm upgrade', async () => {
+    const first = await credential();
+    expect(first).toMatch(/^[A-Za-z0-9]{48}$/);
+    const out = await install('upgrade', '--set', 'publicFrontend.leaseDuration=20s');
+    expect(out.code, out.stderr).toBe(0);
+    expect(await credential()).toBe(first);
+    const config = decode(
+      (await rawRequest(cp.kubeConfig, `/api/v1/namespaces/${ns}/secrets/edge-public-frontend`)) as Obj,
+      'public-frontend.yaml',
+    );
+    expect(config).toContain('lease_duration: 20s');
+  });
 });

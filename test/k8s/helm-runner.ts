@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { rawRequest } from './raw.ts';
 
 export const CHART = join(import.meta.dirname, '..', '..', 'charts', 'svc');
 export const RELEASE = 'svc';
@@ -58,4 +59,17 @@ export function findObject(objs: Obj[], kind: string, name: string): Obj {
       `${kind} ${name} not rendered; have ${objs.map((o) => `${o.kind}/${o.metadata?.name}`).join(', ')}`,
     );
   return obj;
+}
+
+/** Whether the kubeconfig's user may do this (a SelfSubjectAccessReview: the API server's own RBAC answer). */
+export async function selfCan(kubeConfig: KubeConfig, attrs: Record<string, string>): Promise<boolean> {
+  const review = (await rawRequest(kubeConfig, '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+    method: 'POST',
+    body: {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SelfSubjectAccessReview',
+      spec: { resourceAttributes: attrs },
+    },
+  })) as { status: { allowed: boolean } };
+  return review.status.allowed;
 }

@@ -22,6 +22,7 @@ import {
   RELEASE_NS,
   findObject,
   helmRunner,
+  selfCan,
   type HelmRunner,
   type Obj,
   type Run,
@@ -151,6 +152,26 @@ describe('values validation', () => {
       "at '/operator/leaderElect': value must be true",
     ],
     ['the controller without an identity', ['--set', 'controller.enabled=true'], "at '/controller/identity'"],
+    [
+      'a misspelt public frontend key',
+      ['--set', 'publicFrontend.replica=2'],
+      "at '/publicFrontend': additional properties 'replica' not allowed",
+    ],
+    [
+      'the public frontend without its endpoint URL',
+      ['--set', 'publicFrontend.enabled=true'],
+      "at '/publicFrontend/endpointUrl'",
+    ],
+    [
+      'a path in the public frontend’s endpoint URL',
+      ['--set', 'publicFrontend.endpointUrl=https://share.example.com/tunnel'],
+      "at '/publicFrontend/endpointUrl'",
+    ],
+    [
+      'a bad tunnel timeout',
+      ['--set', 'publicFrontend.tunnel.streamIdleTimeout=forever'],
+      "at '/publicFrontend/tunnel/streamIdleTimeout'",
+    ],
   ])('rejects %s', async (_name, args, message) => {
     const out = await helm(
       'template',
@@ -192,6 +213,11 @@ describe('values validation', () => {
       'an existing Secret without auth.host',
       ['--set', 'frontend.existingSecret=x,shareDomain=example.com'],
       'auth.host is required with frontend.existingSecret',
+    ],
+    [
+      'the public frontend without the controller',
+      ['-f', 'OAUTH', '--set', 'publicFrontend.enabled=true,publicFrontend.endpointUrl=https://share.example.com'],
+      'publicFrontend.enabled requires controller.enabled: the public frontend reads the share registry from the controller API',
     ],
   ])('fails to render with %s', async (_name, args, message) => {
     const out = await helm('template', RELEASE, CHART, '--kube-version', KUBE_VERSION, ...args.map(file));
@@ -362,17 +388,7 @@ describe('helm install into the real API server', () => {
   });
 
   it('grants the operator what it needs and nothing more', async () => {
-    const can = async (attrs: Record<string, string>): Promise<boolean> => {
-      const review = (await rawRequest(sa, '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
-        method: 'POST',
-        body: {
-          apiVersion: 'authorization.k8s.io/v1',
-          kind: 'SelfSubjectAccessReview',
-          spec: { resourceAttributes: attrs },
-        },
-      })) as { status: { allowed: boolean } };
-      return review.status.allowed;
-    };
+    const can = (attrs: Record<string, string>): Promise<boolean> => selfCan(sa, attrs);
     const allowed: Array<Record<string, string>> = [
       { group: 'svc.dev', resource: 'shares', verb: 'watch' },
       { group: 'svc.dev', resource: 'shares', subresource: 'status', verb: 'patch', namespace: 'team-a' },

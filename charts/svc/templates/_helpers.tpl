@@ -64,3 +64,33 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- if $endpoint }}{{ $fromEndpoint = (urlParse $endpoint).hostname }}{{ end -}}
 {{- .Values.auth.host | default $fromEndpoint | required "auth.host is required with frontend.existingSecret (the host of the oauth endpoint_url)" -}}
 {{- end }}
+
+{{/* The public frontend's name (Deployment, Service, ServiceAccount, Role, config Secret, ...). */}}
+{{- define "svc.publicFrontendName" -}}
+{{ .Release.Name }}-public-frontend
+{{- end }}
+
+{{/* The Secret (key credential) with which the public frontend authenticates to the controller. */}}
+{{- define "svc.frontendCredentialSecretName" -}}
+{{ .Values.publicFrontend.credential.existingSecret | default (printf "%s-frontend-credential" .Release.Name) }}
+{{- end }}
+
+{{/* Where the controller and the public frontend read that credential (a mounted Secret item). */}}
+{{- define "svc.frontendCredentialFile" -}}
+/etc/svc/frontend/credential
+{{- end }}
+
+{{/* The public frontend's endpoint_url, required once it is enabled. */}}
+{{- define "svc.publicFrontendEndpoint" -}}
+{{- .Values.publicFrontend.endpointUrl | required "publicFrontend.endpointUrl is required with publicFrontend.enabled (the public URL agents open their tunnel to, e.g. https://share.example.com)" -}}
+{{- end }}
+
+{{/* Whether the public frontend is deployed; fails when it is enabled without the controller it reads shares from. */}}
+{{- define "svc.publicFrontendEnabled" -}}
+{{- if .Values.publicFrontend.enabled -}}
+{{- if not .Values.controller.enabled -}}
+{{- fail "publicFrontend.enabled requires controller.enabled: the public frontend reads the share registry from the controller API (set controller.enabled=true and controller.identity)" -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end }}
