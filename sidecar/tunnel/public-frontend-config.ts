@@ -32,10 +32,10 @@ export function parsePublicFrontendConfig(doc: unknown, path?: string): PublicFr
   r.unknownKeys(top, '', TOP_KEYS);
   const { frontend, oauth } = readFrontendSections(r, top);
   const tunnel = top.tunnel !== undefined ? readTunnelLimits(r, top.tunnel) : DEFAULT_TUNNEL_LIMITS;
-  const c = r.object(top.controller, 'controller') ?? {};
-  r.unknownKeys(c, 'controller', CONTROLLER_KEYS);
-  const url = readBaseUrl(r, c, 'url', 'controller');
-  const credential = readCredentialFile(r, c, 'credential_file', 'controller', path);
+  const c = r.object(top.controller, 'controller');
+  if (c) r.unknownKeys(c, 'controller', CONTROLLER_KEYS);
+  const url = c ? readBaseUrl(r, c, 'url', 'controller') : undefined;
+  const credential = c ? readCredentialFile(r, c, 'credential_file', 'controller', path) : undefined;
   r.finish(path ?? 'the public frontend config');
   return {
     frontend,
