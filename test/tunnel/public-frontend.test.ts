@@ -216,6 +216,17 @@ describe('svc public-frontend with svc controller (public_frontend)', () => {
       environmentToken: string;
       envZId: string;
     };
+    const info = await fetch(`${apiBase()}/api/v1/tunnel/info`, {
+      method: 'POST',
+      headers: { 'content-type': MEDIA_TYPE, 'x-token': environmentToken },
+      body: '{}',
+    });
+    expect(await info.json()).toEqual({
+      tunnelUrl: `ws://127.0.0.1:${frontendPort}/api/v1/tunnel`,
+      accessUrl: `ws://127.0.0.1:${frontendPort}/api/v1/tunnel/access`,
+      shareUrl: `http://{token}.${DOMAIN}:${frontendPort}`,
+      providers: [],
+    });
     const ok = await frontendApi('/authenticate', { token: CREDENTIAL, body: { environmentToken } });
     const identity = (await ok.json()) as { envZId: string };
     expect(ok.status).toBe(200);
