@@ -15,7 +15,7 @@ export function registerControllerCommands(program: Command): void {
     .description('run the controller REST API (/api/v1) alone')
     .option(
       '-c, --config <file>',
-      'controller configuration (YAML): data_dir, controller, agent_controller; with frontend or oauth also the public frontend for tunnels',
+      'controller configuration (YAML): data_dir, controller, agent_controller, public_frontend (tunnels served by svc public-frontend replicas); with frontend or oauth also the public frontend for tunnels in this process',
     )
     .option('--data-dir <dir>', "state directory (default $SVC_DATA_DIR, the config's data_dir, or ~/.svc)")
     .option('--listen <ip:port>', 'API listen address (overrides controller.listen; default 127.0.0.1:18080)')

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { SvcError, errorText } from '../lib/errors.ts';
 import { registerFrontendCommands } from './frontend.ts';
+import { registerPublicFrontendCommands } from './public-frontend.ts';
 import { registerOperatorCommands } from './operator.ts';
 import { registerLocalAgentCommands } from './agent-commands.ts';
 import { registerControllerCommands } from './controller.ts';
@@ -20,6 +21,7 @@ function buildProgram(): Command {
   registerOperatorCommands(program);
   registerLocalAgentCommands(program);
   registerControllerCommands(program);
+  registerPublicFrontendCommands(program);
   registerEnvironmentAgentCommands(program);
   return program;
 }

@@ -53,3 +53,69 @@ describe('loadControllerConfig with flags', () => {
     ]);
   });
 });
+
+describe('the public_frontend section', () => {
+  const credential = file('credential', `${'c'.repeat(40)}\n`);
+
+  it('reads domain, endpoint_url, the trimmed credential (relative to the config file) and providers', () => {
+    const path = file(
+      'pf.yaml',
+      [
+        'public_frontend:',
+        '  domain: Share.Example.com',
+        '  endpoint_url: https://share.example.com',
+        '  credential_file: credential',
+        '  providers: [google, corp]',
+      ].join('\n'),
+    );
+    const config = loadControllerConfig(path, { store: 'kubernetes', namespace: 'svc' });
+    expect(config.publicFrontend).toMatchObject({
+      domain: 'share.example.com',
+      credentialFile: credential,
+      credential: 'c'.repeat(40),
+      providers: ['google', 'corp'],
+    });
+    expect(config.publicFrontend?.endpointUrl.href).toBe('https://share.example.com/');
+    expect(loadControllerConfig(undefined).publicFrontend).toBeUndefined();
+  });
+
+  it('reports every problem with its field path, never the credential', () => {
+    const short = file('short', 'too-short-credential\n');
+    const path = file(
+      'pf-bad.yaml',
+      [
+        'public_frontend:',
+        '  domain: not a domain',
+        '  endpoint_url: https://share.example.com/path',
+        `  credential_file: ${short}`,
+        '  providers: [""]',
+        '  replicas: 2',
+      ].join('\n'),
+    );
+    const problems = problemsOf(() => loadControllerConfig(path));
+    expect(problems).toEqual([
+      'public_frontend.replicas: unknown field (known: domain, endpoint_url, credential_file, providers)',
+      'public_frontend.domain: must be a DNS domain such as share.example.com, got "not a domain"',
+      'public_frontend.endpoint_url: must be a base URL without path, query, fragment or credentials',
+      `public_frontend.credential_file: ${short} must hold at least 32 characters (it holds 20)`,
+      'public_frontend.providers: must be a list of non-empty strings',
+    ]);
+    expect(problems.join('\n')).not.toContain('too-short-credential');
+    expect(problemsOf(() => loadControllerConfig(file('pf-none.yaml', 'public_frontend: {}\n')))).toEqual([
+      'public_frontend.domain: required',
+      'public_frontend.endpoint_url: required',
+      'public_frontend.credential_file: required',
+    ]);
+    const missing = join(dir, 'absent');
+    expect(
+      problemsOf(() =>
+        loadControllerConfig(
+          file(
+            'pf-missing.yaml',
+            `public_frontend:\n  domain: a.b\n  endpoint_url: http://a.b\n  credential_file: ${missing}\n`,
+          ),
+        ),
+      ),
+    ).toEqual([`public_frontend.credential_file: cannot read ${missing} (ENOENT)`]);
+  });
+});

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve, dirname } from 'node:path';
 import { join, loadYamlFile, withFlags, type ConfigReader } from '../lib/config-reader.ts';
+import { readCredentialFile } from '../lib/config/credential.ts';
+import { readBaseUrl, readDomain } from '../lib/config/frontend-section.ts';
 import { problemText } from '../lib/errors.ts';
 import type { ListenAddress } from '../lib/listen.ts';
 import { loadIdentity, type ControllerIdentity } from '../lib/remoting/identity.ts';
@@ -27,6 +29,24 @@ export interface ControllerConfigFile {
   readonly controller: ControllerSettings;
   readonly agentController?: AgentControllerConfig;
   readonly store: StoreChoice;
+  /** The `public_frontend` section: frontend replicas in their own processes serve tunnelled shares. */
+  readonly publicFrontend?: PublicFrontendConfig;
+}
+
+/**
+ * The `public_frontend` section (docs/controller.md): where the installation's frontend replicas
+ * (`svc public-frontend`) serve shares, and the credential they present to the frontend API.
+ */
+export interface PublicFrontendConfig {
+  /** Shares are `<scheme>://<token>.<domain>[:port of endpointUrl]`. */
+  readonly domain: string;
+  /** The frontend's public URL; agents dial `ws(s)://<host>/api/v1/tunnel` there. */
+  readonly endpointUrl: URL;
+  readonly credentialFile: string;
+  /** The file's content, trimmed (never logged). */
+  readonly credential: string;
+  /** The provider names of the frontends' `oauth` section: the ones an OAuth share may name. */
+  readonly providers: readonly string[];
 }
 
 /** The `svc controller` flags that take part in validation. */
@@ -127,7 +147,25 @@ function podNamespace(): string | undefined {
   }
 }
 
-const TOP_KEYS = ['data_dir', 'controller', 'agent_controller'];
+const TOP_KEYS = ['data_dir', 'controller', 'agent_controller', 'public_frontend'];
+const PUBLIC_FRONTEND_KEYS = ['domain', 'endpoint_url', 'credential_file', 'providers'];
+
+/** The `public_frontend` section, every problem recorded in `r`; a relative credential_file is relative to the config. */
+export function readPublicFrontend(
+  r: ConfigReader,
+  value: unknown,
+  configPath?: string,
+): PublicFrontendConfig | undefined {
+  const p = r.object(value, 'public_frontend');
+  if (!p) return undefined;
+  r.unknownKeys(p, 'public_frontend', PUBLIC_FRONTEND_KEYS);
+  const domain = readDomain(r, p, 'domain', 'public_frontend');
+  const endpointUrl = readBaseUrl(r, p, 'endpoint_url', 'public_frontend');
+  const credential = readCredentialFile(r, p, 'credential_file', 'public_frontend', configPath);
+  const providers = r.stringArray(p, 'providers', 'public_frontend', { required: false }) ?? [];
+  if (!domain || !endpointUrl || !credential) return undefined;
+  return { domain, endpointUrl, ...credential, providers };
+}
 
 /**
  * The controller config file at `path` (none: every default) with the flags merged in, validated in
@@ -142,6 +180,13 @@ export function loadControllerConfig(path: string | undefined, flags: Controller
   const dataDir = r.string(top, 'data_dir', '', { required: false });
   const sections = readControllerSections(r, top, path);
   const store = readStoreFlags(r, flags);
+  const publicFrontend =
+    top.public_frontend !== undefined ? readPublicFrontend(r, top.public_frontend, path) : undefined;
   r.finish(path ?? 'the svc controller flags');
-  return { ...(dataDir ? { dataDir } : {}), ...sections, store: store as StoreChoice };
+  return {
+    ...(dataDir ? { dataDir } : {}),
+    ...sections,
+    store: store as StoreChoice,
+    ...(publicFrontend ? { publicFrontend } : {}),
+  };
 }

@@ -3,6 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { SvcError } from '../lib/errors.ts';
 import { KubeApiError, KubeClient, isConflict, isNotFound } from '../lib/kube/client.ts';
 import { SECRETS, resourcePath, type KubeObject } from '../lib/kube/resources.ts';
+import type { RegistrationRecord, RegistrationStore } from './registration-store.ts';
 import type { AccountRecord, ControllerStore, EnrollmentRecord, EnvironmentRecord } from './store.ts';
 
 /** Field manager and `app.kubernetes.io/managed-by` value of every object the controller writes. */
@@ -12,9 +13,12 @@ const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const RECORD_LABEL = 'svc.dev/controller-record';
 const ACCOUNT_LABEL = 'svc.dev/account';
 const ENROLLMENT_ID_LABEL = 'svc.dev/enrollment-id';
+const ENVIRONMENT_LABEL = 'svc.dev/environment';
+/** Attempts of a registration write that lost a race (create or update conflict) before giving up. */
+const REGISTRATION_ATTEMPTS = 5;
 const RECORD_KEY = 'record.json';
 
-type Kind = 'account' | 'account-email' | 'environment' | 'enrollment';
+type Kind = 'account' | 'account-email' | 'environment' | 'enrollment' | 'share';
 
 const SAFE_ID = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/;
 
@@ -33,9 +37,11 @@ function recordName(kind: Kind, key: string): string {
     'account-email': 'svc-account-email',
     environment: 'svc-env',
     enrollment: 'svc-enrollment',
+    share: 'svc-share',
   }[kind];
-  if (kind === 'account-email') {
-    return `${prefix}-${createHash('sha256').update(key.toLowerCase(), 'utf8').digest('hex').slice(0, 40)}`;
+  if (kind === 'account-email' || kind === 'share') {
+    const text = kind === 'share' ? key : key.toLowerCase();
+    return `${prefix}-${createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 40)}`;
   }
   return `${prefix}-${idPart(key)}`;
 }
@@ -57,13 +63,16 @@ interface Stored<T> {
  * - enrollment `svc-enrollment-<envZId>`: named by its environment, so "one enrollment per
  *   environment" is the API server's create conflict; labelled with its id (lookup by id is a
  *   label-selected list) and owned by the environment Secret, so the garbage collector removes an
- *   enrollment whose environment was deleted in a race.
+ *   enrollment whose environment was deleted in a race;
+ * - share registration `svc-share-<sha256(token)>`, labelled with its environment: named by the
+ *   token, so two environments claiming one token meet at the API server's create conflict, and the
+ *   loser gets `share_token_taken` (the only record that is updated in place, with resourceVersion).
  *
  * Reads go to the API server every time (no cache), so a second controller, the admin CLI or a
  * restarted process see every change at once; writes are creates (409 = exists) and deletes with a
  * uid precondition, the API server's optimistic concurrency.
  */
-export class KubeControllerStore implements ControllerStore {
+export class KubeControllerStore implements ControllerStore, RegistrationStore {
   readonly namespace: string;
   private readonly client: KubeClient;
   private readonly ownsClient: boolean;
@@ -183,6 +192,53 @@ export class KubeControllerStore implements ControllerStore {
     return deleted;
   }
 
+  async listRegistrations(): Promise<RegistrationRecord[]> {
+    return (await this.list<RegistrationRecord>('share')).map((f) => f.record);
+  }
+
+  async putRegistration(record: RegistrationRecord): Promise<void> {
+    const name = recordName('share', record.token);
+    const labels = { [ENVIRONMENT_LABEL]: idPart(record.envZId) };
+    for (let attempt = 0; attempt < REGISTRATION_ATTEMPTS; attempt++) {
+      const found = await this.read<RegistrationRecord>(name);
+      if (found && found.record.envZId !== record.envZId) {
+        throw new SvcError('share_token_taken', `share token ${record.token} belongs to another environment`, {
+          status: 409,
+        });
+      }
+      try {
+        if (!found) await this.createRecord('share', name, record, { labels, mutable: true });
+        else
+          await this.client.request('PUT', resourcePath(SECRETS, this.namespace, name), {
+            query: { fieldManager: CONTROLLER_MANAGER },
+            body: { ...found.object, data: { [RECORD_KEY]: encode(record) } },
+          });
+        return;
+      } catch (err) {
+        // Lost a race with another writer (created, changed or deleted meanwhile): read again.
+        if (!isConflict(err) && !isNotFound(err)) throw storeError(err);
+      }
+    }
+    throw new SvcError('store_unavailable', `share ${record.token}: the registration kept changing; try again`, {
+      status: 503,
+    });
+  }
+
+  async deleteRegistration(token: string, envZId: string): Promise<boolean> {
+    const found = await this.read<RegistrationRecord>(recordName('share', token));
+    if (!found || found.record.token !== token || found.record.envZId !== envZId) return false;
+    return this.deleteObject(found.object);
+  }
+
+  async deleteRegistrationsOf(envZId: string): Promise<string[]> {
+    const found = await this.list<RegistrationRecord>('share', `${ENVIRONMENT_LABEL}=${idPart(envZId)}`);
+    const removed: string[] = [];
+    for (const f of found) {
+      if (f.record.envZId === envZId && (await this.deleteObject(f.object))) removed.push(f.record.token);
+    }
+    return removed;
+  }
+
   close(): Promise<void> {
     if (this.ownsClient) this.client.close();
     return Promise.resolve();
@@ -196,7 +252,7 @@ export class KubeControllerStore implements ControllerStore {
     kind: Kind,
     name: string,
     record: object,
-    options: { labels?: Record<string, string>; owner?: KubeObject; exists?: () => SvcError } = {},
+    options: { labels?: Record<string, string>; owner?: KubeObject; exists?: () => SvcError; mutable?: boolean } = {},
   ): Promise<KubeObject> {
     const { labels, owner, exists } = options;
     const secret: KubeObject = {
@@ -215,8 +271,8 @@ export class KubeControllerStore implements ControllerStore {
           : {}),
       },
       type: 'Opaque',
-      immutable: true,
-      data: { [RECORD_KEY]: Buffer.from(JSON.stringify(record), 'utf8').toString('base64') },
+      ...(options.mutable ? {} : { immutable: true }),
+      data: { [RECORD_KEY]: encode(record) },
     };
     try {
       return (await this.client.request('POST', resourcePath(SECRETS, this.namespace), {
@@ -240,13 +296,15 @@ export class KubeControllerStore implements ControllerStore {
     return decode<T>(object);
   }
 
-  private async list<T>(kind: Kind, selector: string): Promise<Stored<T>[]> {
+  private async list<T>(kind: Kind, selector?: string): Promise<Stored<T>[]> {
     const out: Stored<T>[] = [];
     let next: string | undefined;
     do {
       const page = await this.client
         .list(resourcePath(SECRETS, this.namespace), {
-          labelSelector: `${MANAGED_BY_LABEL}=${CONTROLLER_MANAGER},${RECORD_LABEL}=${kind},${selector}`,
+          labelSelector: [`${MANAGED_BY_LABEL}=${CONTROLLER_MANAGER}`, `${RECORD_LABEL}=${kind}`, selector]
+            .filter(Boolean)
+            .join(','),
           limit: 500,
           continue: next,
         })
@@ -274,6 +332,10 @@ export class KubeControllerStore implements ControllerStore {
       throw storeError(err);
     }
   }
+}
+
+function encode(record: object): string {
+  return Buffer.from(JSON.stringify(record), 'utf8').toString('base64');
 }
 
 function decode<T>(object: KubeObject): Stored<T> | undefined {

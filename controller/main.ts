@@ -12,6 +12,8 @@ import {
   type StoreChoice,
 } from './config.ts';
 import { ControllerFileStore } from './file-store.ts';
+import { FrontendApi } from './frontend-api.ts';
+import { publicFrontendTunnel } from './public-frontend.ts';
 import { openApi } from './openapi.ts';
 import { RemotingHub } from './remoting-hub.ts';
 import { API_PREFIX, createApiServer } from './server.ts';
@@ -30,6 +32,8 @@ export interface ControllerOptions {
   readonly tunnel?: {
     readonly registry: ShareRegistry;
     readonly offer: TunnelOffer;
+    /** The frontend replicas' credential: serves `/api/v1/frontend/*` (controller/frontend-api.ts). */
+    readonly frontendCredential?: string;
     /** The tunnel endpoint also answers on the API listener, so agents need to reach only the API host. */
     readonly onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
   };
@@ -52,6 +56,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const hub = options.agentController
     ? new RemotingHub({ store, identity: options.agentController.identity, logger, timeoutMs: settings.agentTimeoutMs })
     : undefined;
+  const { tunnel } = options;
+  const frontendApi =
+    tunnel?.frontendCredential !== undefined
+      ? new FrontendApi({ registry: tunnel.registry, credential: tunnel.frontendCredential, logger })
+      : undefined;
   const server = createApiServer({
     store,
     logger,
@@ -65,6 +74,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     environmentOperations: tunnelOperations(options.tunnel),
     maxBodyBytes: settings.maxBodyBytes,
     ...(hub ? { hub } : {}),
+    ...(frontendApi ? { frontendApi } : {}),
     ...(options.tunnel?.onUpgrade ? { onUpgrade: options.tunnel.onUpgrade } : {}),
   });
   await listen(server, settings.listen, 'controller');
@@ -81,6 +91,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     apiUrl,
     close: async () => {
       hub?.close();
+      tunnel?.registry.revisions.close();
       await closeServer(server);
       await store.close();
     },
@@ -103,21 +114,26 @@ export async function runController(options: {
   const logger = createLogger('svc-controller');
   const config = loadControllerConfig(options.config, options);
   const dataDir = resolveDataDir(options.dataDir, config.dataDir);
-  const store = await openStore(config.store);
-  if (!store) ensureDataDir(dataDir, (message) => logger.warn(message));
+  const kube = await openStore(config.store);
+  if (!kube) ensureDataDir(dataDir, (message) => logger.warn(message));
+  const store = kube ?? new ControllerFileStore(dataDir);
+  const { publicFrontend } = config;
   const running = await startController({
     settings: config.controller,
     ...(config.agentController ? { agentController: config.agentController } : {}),
-    dataDir,
-    ...(store ? { store } : {}),
+    store,
     logger,
+    ...(publicFrontend ? { tunnel: await publicFrontendTunnel(store, publicFrontend, logger) } : {}),
   });
   const where =
     config.store.kind === 'kubernetes'
       ? `  store:     kubernetes, namespace ${config.store.namespace}`
       : `  data dir:  ${dataDir}`;
+  const frontend = publicFrontend
+    ? `  frontend:  ${publicFrontend.endpointUrl.origin} (public_frontend; shares at <token>.${publicFrontend.domain})\n`
+    : '';
   process.stdout.write(
-    `svc controller is ready\n  api:       ${running.apiUrl}\n  openapi:   ${running.apiUrl}/openapi.json\n${where}\n`,
+    `svc controller is ready\n  api:       ${running.apiUrl}\n  openapi:   ${running.apiUrl}/openapi.json\n${where}\n${frontend}`,
   );
   await untilSignal();
   await running.close();

@@ -41,7 +41,8 @@ export class OpenApi {
     this.ajv = new Ajv2020({ allErrors: true, strict: true, validateFormats: false });
     this.ajv.addSchema({ $id: SCHEMA_BASE, $defs: rewriteRefs(this.document.components.schemas) });
     for (const [path, item] of Object.entries(this.document.paths)) {
-      const op = item.post;
+      // POST operations, and the frontend replicas' long poll (GET /frontend/registry).
+      const op = item.post ?? item.get;
       if (!op) continue;
       const body = op.requestBody?.content[MEDIA_TYPE]?.schema;
       if (body) this.requests.set(path, this.ajv.compile(rewriteRefs(body) as object));
@@ -68,7 +69,7 @@ export class OpenApi {
   /** Problems of a response against the document (status must be documented for the operation). */
   validateResponse(path: string, status: number, body: unknown): string[] {
     const validate = this.responses.get(`${path} ${status}`);
-    if (!validate) return [`status ${status} is not documented for POST ${path}`];
+    if (!validate) return [`status ${status} is not documented for ${path}`];
     return validate(body) ? [] : describeErrors(validate.errors ?? []).map(problemText);
   }
 

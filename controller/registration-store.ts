@@ -4,8 +4,9 @@ import type { PublishedShare } from '../lib/tunnel/directory.ts';
 export type RegistrationRecord = PublishedShare & { readonly createdAt: string };
 
 /**
- * Where the share registry keeps its records. The embedded controller file store implements it
- * (`ControllerFileStore`); a Kubernetes-backed one is still to come (docs/controller.md).
+ * Where the share registry keeps its records: the embedded controller file store
+ * (`ControllerFileStore`) and the Kubernetes store (`KubeControllerStore`, one Secret per token).
+ * test/contracts/controller-store.ts runs the same specs against both.
  */
 export interface RegistrationStore {
   listRegistrations(): Promise<RegistrationRecord[]>;

@@ -6,6 +6,7 @@ import { answerHealth } from '../lib/health.ts';
 import type { Logger } from '../lib/logger.ts';
 import { notConfigured, type Body, type Operation } from './api.ts';
 import { apiError, errorBody } from './errors.ts';
+import { isFrontendPath, type FrontendApi } from './frontend-api.ts';
 import { MEDIA_TYPE } from '../lib/api-client.ts';
 import type { OpenApi } from './openapi.ts';
 import type { RemotingHub } from './remoting-hub.ts';
@@ -25,6 +26,8 @@ export interface ApiServerOptions {
   readonly environmentOperations?: Map<string, EnvironmentOperation>;
   readonly maxBodyBytes: number;
   readonly hub?: RemotingHub;
+  /** `/api/v1/frontend/*` for frontend replicas; absent: 501 `tunnel_not_offered` (no `public_frontend`). */
+  readonly frontendApi?: FrontendApi;
   /** Takes other upgrades on the API listener (the installation's tunnel endpoint); true when it did. */
   readonly onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 }
@@ -77,6 +80,19 @@ export function createApiServer(options: ApiServerOptions): http.Server {
       return;
     }
     if (answerHealth(req, res, {})) return;
+    if (isFrontendPath(path)) {
+      if (!options.frontendApi) {
+        throw apiError('tunnel_not_offered', 'this controller runs without a public_frontend section: no frontend API');
+      }
+      const readFrontendBody = async () => {
+        if (!isApiMediaType(req.headers['content-type'])) {
+          throw apiError('unsupported_media_type', `Content-Type must be ${MEDIA_TYPE}`);
+        }
+        return readRequest(req, res, path.slice(API_PREFIX.length));
+      };
+      send(res, 200, await options.frontendApi.handle(req, res, path, readFrontendBody));
+      return;
+    }
     const opName = path.slice(API_PREFIX.length);
     const operation = path.startsWith(API_PREFIX)
       ? (options.operations.get(opName) ?? options.environmentOperations?.get(opName))
@@ -94,6 +110,17 @@ export function createApiServer(options: ApiServerOptions): http.Server {
         ? await authenticateEnvironment(req.headers['x-token'])
         : await authenticate(req.headers['x-token']);
     noteAccount('envZId' in caller ? `environment ${caller.envZId}` : caller.id);
+    const body = await readRequest(req, res, opName);
+    if ('environment' in operation) {
+      send(res, 200, await operation.handle(caller as EnvironmentRecord, body));
+      return;
+    }
+    if (operation.remote && !options.hub) throw notConfigured();
+    send(res, 200, await operation.handle(caller as AccountRecord, body));
+  }
+
+  /** The body as a JSON object checked against the OpenAPI document (400, 413, 422 otherwise). */
+  async function readRequest(req: IncomingMessage, res: ServerResponse, opPath: string): Promise<Body> {
     const text = await readBody(req, res, options.maxBodyBytes);
     let body: unknown;
     try {
@@ -104,18 +131,12 @@ export function createApiServer(options: ApiServerOptions): http.Server {
     if (!body || typeof body !== 'object' || Array.isArray(body)) {
       throw apiError('malformed_json', 'the request body must be a JSON object');
     }
-    const opPath = path.slice(API_PREFIX.length);
     const checked = options.openapi.validateRequest(opPath, body);
     if (!checked.ok) {
       const { problems } = checked;
       throw apiError('invalid_request', `invalid request body: ${problems.map(problemText).join('; ')}`, { problems });
     }
-    if ('environment' in operation) {
-      send(res, 200, await operation.handle(caller as EnvironmentRecord, body as Body));
-      return;
-    }
-    if (operation.remote && !options.hub) throw notConfigured();
-    send(res, 200, await operation.handle(caller as AccountRecord, body as Body));
+    return body as Body;
   }
 
   async function authenticate(header: string | string[] | undefined): Promise<AccountRecord> {

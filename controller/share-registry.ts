@@ -3,6 +3,8 @@ import type { Logger } from '../lib/logger.ts';
 import { API_SHARE_FIELDS } from '../lib/share/surfaces.ts';
 import { storedOAuth, validateShareSpec } from '../lib/share/validate.ts';
 import type { EnvironmentIdentity, PublishedShare, ShareDirectory } from '../lib/tunnel/directory.ts';
+import type { RegistrySnapshot } from '../lib/tunnel/frontend-api.ts';
+import { RegistryRevisions } from './registry-revisions.ts';
 import type { RegistrationRecord, RegistrationStore } from './registration-store.ts';
 import { environmentOfToken } from './tunnel-api.ts';
 import type { ControllerStore, EnvironmentRecord } from './store.ts';
@@ -30,6 +32,8 @@ export class ShareRegistry implements ShareDirectory {
   private readonly providers: readonly string[];
   private readonly shares = new Map<string, PublishedShare>();
   private readonly listeners = new Set<(envZId: string) => void>();
+  /** The revision frontends in their own processes long-poll (controller/frontend-api.ts). */
+  readonly revisions = new RegistryRevisions();
 
   private constructor(store: ControllerStore & RegistrationStore, providers: readonly string[], logger: Logger) {
     this.store = store;
@@ -66,6 +70,11 @@ export class ShareRegistry implements ShareDirectory {
     return environmentOfToken(this.store, environmentToken);
   }
 
+  /** Every registered share, the revision they are at, and the recent revocations. */
+  snapshot(): RegistrySnapshot {
+    return { revision: this.revisions.current, shares: [...this.shares.values()], ...this.revisions.revoked() };
+  }
+
   onRevoked(listener: (envZId: string) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -83,6 +92,7 @@ export class ShareRegistry implements ShareDirectory {
       throw err;
     }
     this.shares.set(record.token, published(record));
+    this.revisions.bump();
     this.logger.info(
       { envZId: env.envZId, share: record.token, shareMode: record.shareMode, oauth: Boolean(record.oauth) },
       'registry: share published',
@@ -94,6 +104,7 @@ export class ShareRegistry implements ShareDirectory {
       throw new SvcError('unknown_share', `share ${token} is not published by this environment`, { status: 404 });
     }
     this.shares.delete(token);
+    this.revisions.bump();
     this.logger.info({ envZId: env.envZId, share: token }, 'registry: share withdrawn');
   }
 
@@ -128,6 +139,7 @@ export class ShareRegistry implements ShareDirectory {
     const removed = await this.store.deleteRegistrationsOf(envZId);
     for (const token of removed) this.shares.delete(token);
     for (const [token, entry] of [...this.shares]) if (entry.envZId === envZId) this.shares.delete(token);
+    this.revisions.revoke(envZId);
     for (const listener of this.listeners) listener(envZId);
     this.logger.info({ envZId, shares: removed.length }, 'registry: environment removed');
   }

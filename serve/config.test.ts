@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, problemText } from '../lib/errors.ts';
-import { parseServeConfig, shareUrl } from './config.ts';
+import { parseServeConfig } from './config.ts';
+import { shareUrl } from '../lib/tunnel/protocol.ts';
 
 const oauth = {
   bind_address: '127.0.0.1:8443',

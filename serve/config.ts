@@ -1,22 +1,14 @@
-import { join, loadYamlFile, withFlags } from '../lib/config-reader.ts';
-import { readOAuth, type OAuthConfig } from '../lib/config/frontend.ts';
-import type { ListenAddress } from '../lib/listen.ts';
+import { loadYamlFile, withFlags } from '../lib/config-reader.ts';
+import type { OAuthConfig } from '../lib/config/frontend.ts';
+import { readFrontendSections, type FrontendSection } from '../lib/config/frontend-section.ts';
+import { readTunnelLimits } from '../lib/config/tunnel.ts';
 import { readControllerSections, type AgentControllerConfig, type ControllerSettings } from '../controller/config.ts';
 import type { TunnelLimits } from '../lib/tunnel/protocol.ts';
-import { readTunnelLimits } from './tunnel-config.ts';
 
 /** Settings of `svc serve` (docs/agent.md, "Configuration"). */
 export interface ServeConfig {
   readonly dataDir?: string;
-  readonly frontend: {
-    /** Where the public frontend listens. */
-    readonly listen: ListenAddress;
-    /** Share hosts are `<token>.<domain>`. */
-    readonly domain: string;
-    /** Scheme and port of emitted share URLs; absent means `http` and the port actually listened on. */
-    readonly endpointUrl?: URL;
-    readonly metricsListen?: ListenAddress;
-  };
+  readonly frontend: FrontendSection;
   readonly oauth?: OAuthConfig;
   /** The controller API (docs/controller.md): runs when a `controller` or `agent_controller` section is present. */
   readonly controller?: { readonly settings: ControllerSettings; readonly agentController?: AgentControllerConfig };
@@ -24,12 +16,7 @@ export interface ServeConfig {
   readonly tunnel?: TunnelLimits;
 }
 
-const DEFAULT_DOMAIN = 'svc.localhost';
-const DEFAULT_LISTEN: ListenAddress = { host: '127.0.0.1', port: 8080 };
-
 const TOP_KEYS = ['data_dir', 'frontend', 'oauth', 'controller', 'agent_controller', 'tunnel'];
-const FRONTEND_KEYS = ['listen', 'domain', 'endpoint_url', 'metrics_listen'];
-const DOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 /** The `svc serve` flags that take part in validation (`--data-dir` only chooses a folder). */
 export interface ServeFlags {
@@ -63,38 +50,14 @@ export function parseServeConfig(doc: unknown, flags: ServeFlags = {}, path?: st
   if (flags.dev && hasOAuth)
     r.problem('--dev', 'brings its own oauth section: remove oauth from the config file or drop --dev');
   const dataDir = r.string(top, 'data_dir', '', { required: false });
-  const oauth = hasOAuth ? readOAuth(r, top.oauth) : undefined;
-  const f = r.object(top.frontend, 'frontend', { required: false }) ?? {};
-  r.unknownKeys(f, 'frontend', FRONTEND_KEYS);
-  if (hasOAuth) {
-    const from = { listen: 'bind_address', domain: 'cookie_domain', endpoint_url: 'endpoint_url' } as const;
-    for (const [key, oauthKey] of Object.entries(from)) {
-      if (f[key] !== undefined)
-        r.problem(join('frontend', key), `comes from oauth.${oauthKey} when an oauth section is present; remove it`);
-    }
-  }
-  const listen = !hasOAuth && f.listen !== undefined ? r.bindAddress(f, 'listen', 'frontend') : undefined;
-  const domain = !hasOAuth ? r.string(f, 'domain', 'frontend', { required: false })?.toLowerCase() : undefined;
-  if (domain !== undefined && !DOMAIN.test(domain)) {
-    r.problem('frontend.domain', `must be a DNS domain such as share.example.com, got ${JSON.stringify(domain)}`);
-  }
-  const endpointUrl = !hasOAuth && f.endpoint_url !== undefined ? r.url(f, 'endpoint_url', 'frontend') : undefined;
-  if (endpointUrl && (endpointUrl.pathname !== '/' || endpointUrl.search || endpointUrl.hash || endpointUrl.username)) {
-    r.problem('frontend.endpoint_url', 'must be a base URL without path, query, fragment or credentials');
-  }
-  const metricsListen = f.metrics_listen !== undefined ? r.bindAddress(f, 'metrics_listen', 'frontend') : undefined;
+  const { frontend, oauth } = readFrontendSections(r, top);
   const withController = top.controller !== undefined || top.agent_controller !== undefined;
   const sections = withController ? readControllerSections(r, top, path) : undefined;
   const tunnel = top.tunnel !== undefined ? readTunnelLimits(r, top.tunnel) : undefined;
   r.finish(source);
   return {
     ...(dataDir ? { dataDir } : {}),
-    frontend: {
-      listen: oauth?.bindAddress ?? listen ?? DEFAULT_LISTEN,
-      domain: oauth?.cookieDomain ?? domain ?? DEFAULT_DOMAIN,
-      ...(oauth ? { endpointUrl: oauth.endpointUrl } : endpointUrl ? { endpointUrl } : {}),
-      ...(metricsListen ? { metricsListen } : {}),
-    },
+    frontend,
     ...(oauth ? { oauth } : {}),
     ...(tunnel ? { tunnel } : {}),
     ...(sections
@@ -110,11 +73,4 @@ export function parseServeConfig(doc: unknown, flags: ServeFlags = {}, path?: st
 
 function isMapping(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** The public URL of a share: `<scheme>://<token>.<domain>[:<port>]`. */
-export function shareUrl(token: string, domain: string, base: { protocol: string; port: number | string }): string {
-  const url = new URL(`${base.protocol}//${token}.${domain}`);
-  url.port = String(base.port);
-  return url.origin;
 }

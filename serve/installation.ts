@@ -3,15 +3,13 @@ import { resolveDataDir } from '../lib/data-dir.ts';
 import { parseListenAddress } from '../lib/listen.ts';
 import { badInput } from '../lib/errors.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
-import { ACCESS_PATH, DEFAULT_TUNNEL_LIMITS, TUNNEL_PATH, tunnelUrl } from '../lib/tunnel/protocol.ts';
+import { ACCESS_PATH, DEFAULT_TUNNEL_LIMITS, TUNNEL_PATH, shareUrl, tunnelUrl } from '../lib/tunnel/protocol.ts';
 import { ControllerFileStore } from '../controller/file-store.ts';
 import { startController, type RunningController } from '../controller/main.ts';
 import { ShareRegistry } from '../controller/share-registry.ts';
-import { startFrontend, type RunningFrontend } from '../sidecar/frontend.ts';
-import { TunnelEndpoint } from '../sidecar/tunnel/endpoint.ts';
-import { LocalTunnels } from '../sidecar/tunnel/locator.ts';
-import { tunnelledShares } from '../sidecar/tunnel/routes.ts';
-import { loadServeConfig, shareUrl } from './config.ts';
+import type { RunningFrontend } from '../sidecar/frontend.ts';
+import { startTunnelFrontend } from '../sidecar/tunnel/public-frontend.ts';
+import { loadServeConfig } from './config.ts';
 import { startDevLogin } from './dev.ts';
 
 export interface InstallationOptions {
@@ -43,8 +41,6 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
   if (!listen) throw badInput(`--listen: must be ip:port, got ${JSON.stringify(options.listen)}`);
   const dataDir = resolveDataDir(options.dataDir, config.dataDir);
   const store = new ControllerFileStore(dataDir);
-  const limits = config.tunnel ?? DEFAULT_TUNNEL_LIMITS;
-  const locator = new LocalTunnels(limits.maxTunnelsPerEnvironment);
   const { domain } = config.frontend;
   const bound: { endpoint?: URL } = {};
   let oauth = config.oauth;
@@ -56,8 +52,9 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
     oauth = dev.oauth;
   }
   const registry = await ShareRegistry.open(store, oauth?.providers.map((p) => p.name) ?? [], logger);
-  const endpoint = new TunnelEndpoint({ directory: registry, locator, limits, logger });
-  const frontend = await startFrontend({
+  const tunnelFrontend = await startTunnelFrontend({
+    directory: registry,
+    limits: config.tunnel ?? DEFAULT_TUNNEL_LIMITS,
     listen: config.frontend.listen,
     endpointUrl:
       config.frontend.endpointUrl && !dev
@@ -65,11 +62,11 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
         : (port) => new URL(`http://${dev ? `auth.${domain}` : domain}:${port}`),
     domain,
     ...(oauth ? { oauth } : {}),
-    shares: tunnelledShares({ directory: registry, locator, limits, logger }),
-    logger,
-    onUpgrade: (req, socket, head) => endpoint.handleUpgrade(req, socket, head),
     ...(config.frontend.metricsListen ? { metricsListen: config.frontend.metricsListen } : {}),
+    logger,
   });
+  const { frontend, endpoint } = tunnelFrontend;
+  const closeFrontend = () => tunnelFrontend.close();
   bound.endpoint = frontend.endpointUrl;
   const base = { protocol: frontend.endpointUrl.protocol, port: frontend.endpointUrl.port };
   let controller: RunningController;
@@ -88,8 +85,7 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
       },
     });
   } catch (err) {
-    endpoint.close();
-    await frontend.close();
+    await closeFrontend();
     await dev?.close();
     throw err;
   }
@@ -98,8 +94,7 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
     controller,
     frontend,
     close: async () => {
-      endpoint.close();
-      await frontend.close();
+      await closeFrontend();
       await controller.close();
       await dev?.close();
     },

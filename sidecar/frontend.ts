@@ -3,7 +3,13 @@ import type { Duplex } from 'node:stream';
 import type { Clock } from '../lib/clock.ts';
 import type { OAuthConfig } from '../lib/config/frontend.ts';
 import { errorText } from '../lib/errors.ts';
-import { answerHealth, startHealthServer, type HealthRoutes, type HealthServer } from '../lib/health.ts';
+import {
+  answerHealth,
+  startHealthServer,
+  type HealthRoutes,
+  type HealthServer,
+  type Readiness,
+} from '../lib/health.ts';
 import { closeServer, listen, portOf, type ListenAddress } from '../lib/listen.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { ShareSource } from '../lib/share/source.ts';
@@ -33,6 +39,11 @@ export interface FrontendOptions {
   readonly limits?: Partial<FrontendLimits>;
   /** Time of sessions, login state and re-checks; the system clock unless a test moves time itself. */
   readonly clock?: Clock;
+  /**
+   * A further readiness condition for `/readyz`, next to the identity providers' (the public
+   * frontend waits for its first registry snapshot).
+   */
+  readonly ready?: () => Readiness;
   /** Takes an upgrade on a host that is not a share's (the tunnel endpoint); true when it did. */
   readonly onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 }
@@ -73,7 +84,11 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
   const deps: ShareHandlerDeps = { auth, cookieName: options.oauth?.cookieName, endpointUrl, proxy, metrics, log };
   const readiness = new ProviderReadiness(auth, log);
   const health: HealthRoutes = {
-    ready: () => ({ ok: readiness.isReady, detail: readiness.isReady ? 'ok' : 'identity providers not ready' }),
+    ready: () => {
+      const also = options.ready?.();
+      if (also && !also.ok) return also;
+      return { ok: readiness.isReady, detail: readiness.isReady ? 'ok' : 'identity providers not ready' };
+    },
     onProbe: () => metrics.request('health'),
   };
   const routing = { endpointHost: endpointUrl.hostname, domain, shares };

@@ -130,6 +130,13 @@ export function tunnelUrl(endpointUrl: URL | string, path: typeof TUNNEL_PATH | 
   return url.href;
 }
 
+/** The public URL of a share: `<scheme>://<token>.<domain>[:<port>]`. */
+export function shareUrl(token: string, domain: string, base: { protocol: string; port: number | string }): string {
+  const url = new URL(`${base.protocol}//${token}.${domain}`);
+  url.port = String(base.port);
+  return url.origin;
+}
+
 /**
  * The non-secret part of an environment token (`svcv_<envZId>_<secret>`), safe to log: the
  * environment the presenter claims to be. Undefined when the text does not have that shape.

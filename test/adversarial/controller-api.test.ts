@@ -16,7 +16,9 @@ import { request, type Reply } from '../support/raw-http.ts';
  */
 const figures = suiteFigures('controller-api');
 const openapi = new OpenApi();
-const OPERATIONS = openapi.operations();
+// The frontend replicas' operations are off on this controller (no public_frontend): 501 for any
+// caller, checked on their own below; the fuzzer covers the operations it serves.
+const OPERATIONS = openapi.operations().filter((op) => !op.startsWith('/frontend/'));
 let fx: ControllerFixture;
 let port: number;
 let before: string;
@@ -289,6 +291,22 @@ describe('media type, size, shape', () => {
         '/api/v1/agent/share%00',
       ]) {
         expect((await call({ path, token: fx.alice, body: '{}' })).status, path).toBe(404);
+      }
+    }));
+
+  it('the frontend API is off without public_frontend: 501 tunnel_not_offered whatever the credential', () =>
+    tally.run(async () => {
+      for (const [path, method] of [
+        ['/api/v1/frontend/registry', 'GET'],
+        ['/api/v1/frontend/authenticate', 'POST'],
+      ] as const) {
+        for (const headers of [{}, { 'x-frontend-token': 'x'.repeat(40) }] as Record<string, string>[]) {
+          const body = method === 'POST' ? { body: '{"environmentToken":"x"}' } : {};
+          const reply = await call({ path, method, token: fx.alice, headers, ...body });
+          expect(reply.status, path).toBe(501);
+          expect(codeOf(reply)).toBe('tunnel_not_offered');
+          expect(openapi.validateResponse(path.slice('/api/v1'.length), 501, JSON.parse(reply.body))).toEqual([]);
+        }
       }
     }));
 

@@ -1,10 +1,14 @@
 import { describe, expect, it } from 'vitest';
+import type { RegistrationRecord, RegistrationStore } from '../../controller/registration-store.ts';
 import type { AccountRecord, ControllerStore, EnrollmentRecord, EnvironmentRecord } from '../../controller/store.ts';
+
+/** Every controller store also keeps the share registry's records. */
+type Store = ControllerStore & RegistrationStore;
 
 /** A store under test, and a second store opened over the same backing state (durability). */
 export interface StoreUnderTest {
-  readonly store: ControllerStore;
-  readonly reopen: () => Promise<ControllerStore>;
+  readonly store: Store;
+  readonly reopen: () => Promise<Store>;
 }
 
 /**
@@ -141,6 +145,93 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
       expect((await store.getAccount('acctkkkkkkkk'))?.id).toBe('acctkkkkkkkk');
       await store.deleteEnrollment('enrffffffff');
       expect(await second.getEnrollment('enrffffffff')).toBeUndefined();
+      await second.close();
+    });
+  });
+
+  const registration = (
+    token: string,
+    envZId: string,
+    extra: Partial<RegistrationRecord> = {},
+  ): RegistrationRecord => ({
+    token,
+    envZId,
+    accountId: 'acctregaaaaa',
+    shareMode: 'public',
+    backendMode: 'proxy',
+    createdAt: now,
+    ...extra,
+  });
+  const tokensOf = async (store: Store) => (await store.listRegistrations()).map((r) => r.token).sort();
+
+  describe(`RegistrationStore contract: ${name}`, () => {
+    it('keeps registrations with every field and replaces one of the same environment', async () => {
+      const { store } = await makeStore();
+      expect(await store.listRegistrations()).toEqual([]);
+      const oauth = { provider: 'corp', emailAddressPatterns: ['*@example.com'], checkInterval: '3h' };
+      await store.putRegistration(registration('tokena', 'envregaaaaaa', { oauth }));
+      await store.putRegistration(registration('tokenb', 'envregaaaaaa', { shareMode: 'private' }));
+      expect(await store.listRegistrations()).toEqual(
+        expect.arrayContaining([
+          registration('tokena', 'envregaaaaaa', { oauth }),
+          registration('tokenb', 'envregaaaaaa', { shareMode: 'private' }),
+        ]),
+      );
+      await store.putRegistration(registration('tokena', 'envregaaaaaa', { backendMode: 'web' }));
+      const replaced = (await store.listRegistrations()).find((r) => r.token === 'tokena');
+      expect(replaced).toEqual(registration('tokena', 'envregaaaaaa', { backendMode: 'web' }));
+      expect(await tokensOf(store)).toEqual(['tokena', 'tokenb']);
+    });
+
+    it("refuses another environment's token with share_token_taken (409) and keeps the owner's record", async () => {
+      const { store } = await makeStore();
+      await store.putRegistration(registration('owned', 'envregowner1'));
+      await expect(store.putRegistration(registration('owned', 'envregthief1'))).rejects.toMatchObject({
+        code: 'share_token_taken',
+        status: 409,
+      });
+      expect(await store.listRegistrations()).toEqual([registration('owned', 'envregowner1')]);
+    });
+
+    it('of two environments claiming one token at once, exactly one wins', async () => {
+      const { store } = await makeStore();
+      const claims = await Promise.allSettled([
+        store.putRegistration(registration('raced', 'envregracer1')),
+        store.putRegistration(registration('raced', 'envregracer2')),
+      ]);
+      expect(claims.filter((c) => c.status === 'fulfilled')).toHaveLength(1);
+      const refused = claims.find((c) => c.status === 'rejected');
+      expect(refused?.reason).toMatchObject({ code: 'share_token_taken' });
+      const [winner] = await store.listRegistrations();
+      expect(['envregracer1', 'envregracer2']).toContain(winner?.envZId);
+    });
+
+    it('removes a token only for its owner, and every token of an environment at once', async () => {
+      const { store } = await makeStore();
+      await store.putRegistration(registration('one', 'envregdelaaa'));
+      await store.putRegistration(registration('two', 'envregdelaaa'));
+      await store.putRegistration(registration('three', 'envregdelbbb'));
+      expect(await store.deleteRegistration('one', 'envregdelbbb')).toBe(false);
+      expect(await store.deleteRegistration('missing', 'envregdelaaa')).toBe(false);
+      expect(await store.deleteRegistration('one', 'envregdelaaa')).toBe(true);
+      expect(await store.deleteRegistration('one', 'envregdelaaa')).toBe(false);
+      await store.putRegistration(registration('four', 'envregdelaaa'));
+      expect((await store.deleteRegistrationsOf('envregdelaaa')).sort()).toEqual(['four', 'two']);
+      expect(await store.deleteRegistrationsOf('envregdelaaa')).toEqual([]);
+      expect(await tokensOf(store)).toEqual(['three']);
+      // A removed token can be claimed by another environment.
+      await store.putRegistration(registration('two', 'envregdelbbb'));
+      expect(await tokensOf(store)).toEqual(['three', 'two']);
+    });
+
+    it('is durable: a reopened store sees the registrations and their owners', async () => {
+      const { store, reopen } = await makeStore();
+      await store.putRegistration(registration('kept', 'envregduraaa'));
+      const second = await reopen();
+      expect(await second.listRegistrations()).toEqual([registration('kept', 'envregduraaa')]);
+      await expect(second.putRegistration(registration('kept', 'envregdurbbb'))).rejects.toMatchObject({
+        code: 'share_token_taken',
+      });
       await second.close();
     });
   });

@@ -4,6 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { operations } from '../../controller/api.ts';
 import { tunnelOperations } from '../../controller/tunnel-api.ts';
+import { FRONTEND_OPERATIONS } from '../../controller/frontend-api.ts';
 import { ControllerFileStore } from '../../controller/file-store.ts';
 import { OpenApi } from '../../controller/openapi.ts';
 import { problemText, type Result } from '../../lib/errors.ts';
@@ -68,13 +69,22 @@ describe('controller/openapi.yaml', () => {
     expect(validate({ ...doc, components: { schemas: { Bad: 'not a schema' } } })).toBe(false);
   });
 
-  it('documents exactly the operations the controller serves, all POST, each with the error responses of its pipeline', () => {
+  it('documents exactly the operations the controller serves, all POST but the frontend long poll, each with the error responses of its pipeline', () => {
     const served = [
       ...operations({ store: new ControllerFileStore(tempDir('svc-oa-')), logger: createLogger('t') }).keys(),
       ...tunnelOperations().keys(),
+      ...Object.keys(FRONTEND_OPERATIONS),
     ];
     expect(Object.keys(doc.paths).sort()).toEqual(served.sort());
+    for (const [path, method] of Object.entries(FRONTEND_OPERATIONS)) {
+      const item = doc.paths[path] as Record<string, { responses: Record<string, unknown> }>;
+      expect(Object.keys(item), path).toEqual([method.toLowerCase()]);
+      expect(Object.keys(item[method.toLowerCase()]?.responses ?? {}), path).toEqual(
+        expect.arrayContaining(['200', '401', '501']),
+      );
+    }
     for (const [path, item] of Object.entries(doc.paths)) {
+      if (path in FRONTEND_OPERATIONS) continue;
       expect(Object.keys(item), path).toEqual(['post']);
       const statuses = Object.keys(item.post?.responses ?? {});
       expect(statuses, path).toEqual(expect.arrayContaining(['200', '400', '401', '413', '415', '422']));
@@ -114,7 +124,7 @@ describe('controller/openapi.yaml', () => {
       [],
     );
     expect(openapi.validateResponse('/agent/status', 418, {})).toEqual([
-      'status 418 is not documented for POST /agent/status',
+      'status 418 is not documented for /agent/status',
     ]);
   });
 });

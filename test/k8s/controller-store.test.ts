@@ -5,6 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeControllerStore, RECORD_LABEL } from '../../controller/kube-store.ts';
+import { publicFrontendTunnel } from '../../controller/public-frontend.ts';
+import { createLogger } from '../../lib/logger.ts';
 import { runStoreContract } from '../contracts/controller-store.ts';
 import { hashToken, newSecretToken } from '../../controller/secrets.ts';
 import { startControlPlane, type ControlPlane } from './envtest.ts';
@@ -127,5 +129,34 @@ describe('KubeControllerStore objects', () => {
     });
     expect((await store.getAccount('Odd_ID.1'))?.email).toBe('odd@example.com');
     expect((await store.listEnvironments('Odd_ID.1')).map((e) => e.envZId)).toEqual(['ENV_Odd']);
+  });
+});
+
+describe('the share registry over the Kubernetes store (svc controller --store kubernetes with public_frontend)', () => {
+  it('publishes, refuses another environment the token, survives a restart and forgets a disabled environment', async () => {
+    const namespace = await freshNamespace();
+    const store = await open(namespace);
+    const logger = createLogger('t', { level: 'silent' });
+    const config = {
+      domain: 'share.example.com',
+      endpointUrl: new URL('https://share.example.com'),
+      credential: 'c'.repeat(32),
+      credentialFile: '',
+      providers: [],
+    };
+    const env = (envZId: string) => ({ envZId, accountId: 'acctk8sregaa', description: '', host: '', createdAt: '' });
+    const { registry } = await publicFrontendTunnel(store, config, logger);
+    const before = registry.revisions.current;
+    await registry.register(env('envk8sregaaa'), { token: 'k8sshare', shareMode: 'public', backendMode: 'proxy' });
+    await expect(
+      registry.register(env('envk8sregbbb'), { token: 'k8sshare', shareMode: 'public', backendMode: 'proxy' }),
+    ).rejects.toMatchObject({ code: 'share_token_taken', status: 409 });
+    expect(registry.revisions.current).not.toBe(before);
+
+    const restarted = (await publicFrontendTunnel(await open(namespace), config, logger)).registry;
+    expect(restarted.lookup('k8sshare')).toMatchObject({ envZId: 'envk8sregaaa', shareMode: 'public' });
+    await restarted.removeEnvironment('envk8sregaaa');
+    expect(restarted.snapshot()).toMatchObject({ shares: [], revoked: [{ envZId: 'envk8sregaaa' }] });
+    expect(await store.listRegistrations()).toEqual([]);
   });
 });

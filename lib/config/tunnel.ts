@@ -1,11 +1,11 @@
-import type { ConfigReader } from '../lib/config-reader.ts';
-import { DEFAULT_TUNNEL_LIMITS, type TunnelLimits } from '../lib/tunnel/protocol.ts';
+import type { ConfigReader } from '../config-reader.ts';
+import { DEFAULT_TUNNEL_LIMITS, type TunnelLimits } from '../tunnel/protocol.ts';
 
 const KEYS = ['max_streams_per_tunnel', 'max_tunnels_per_environment', 'stream_idle_timeout', 'ping_interval'];
 
 /**
- * The optional `tunnel` section of an installation's config (`svc controller --config` with a
- * frontend): the limits of lib/tunnel/protocol.ts, each defaulting to `DEFAULT_TUNNEL_LIMITS`.
+ * The optional `tunnel` section of a public frontend for tunnels (`svc controller --config` with a
+ * frontend, `svc public-frontend`): the limits of lib/tunnel/protocol.ts, each defaulting to `DEFAULT_TUNNEL_LIMITS`.
  */
 export function readTunnelLimits(r: ConfigReader, value: unknown): TunnelLimits {
   const t = r.object(value, 'tunnel') ?? {};

@@ -1,0 +1,123 @@
+import type { OAuthConfig } from '../../lib/config/frontend.ts';
+import type { Readiness } from '../../lib/health.ts';
+import type { ListenAddress } from '../../lib/listen.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { ShareDirectory } from '../../lib/tunnel/directory.ts';
+import type { TunnelLimits } from '../../lib/tunnel/protocol.ts';
+import { startFrontend, type RunningFrontend } from '../frontend.ts';
+import type { PublicFrontendConfig } from './public-frontend-config.ts';
+import { RemoteShareDirectory } from './remote-directory.ts';
+import { TunnelEndpoint } from './endpoint.ts';
+import { LocalTunnels, type TunnelLocator } from './locator.ts';
+import { tunnelledShares } from './routes.ts';
+
+export interface TunnelFrontendOptions {
+  readonly directory: ShareDirectory;
+  readonly limits: TunnelLimits;
+  readonly listen: ListenAddress;
+  readonly endpointUrl: URL | ((boundPort: number) => URL);
+  readonly domain: string;
+  readonly oauth?: OAuthConfig;
+  readonly metricsListen?: ListenAddress;
+  readonly ready?: () => Readiness;
+  readonly logger: Logger;
+}
+
+export interface RunningTunnelFrontend {
+  readonly frontend: RunningFrontend;
+  readonly endpoint: TunnelEndpoint;
+  close(): Promise<void>;
+}
+
+/**
+ * Where this frontend looks for an environment's tunnel: the one seam for more than one replica.
+ * Today every frontend process knows only its own tunnels (`LocalTunnels`); a locator that finds
+ * tunnels held by other replicas (sidecar/tunnel/locator.ts) is chosen here.
+ */
+export function chooseLocator(limits: TunnelLimits): TunnelLocator {
+  return new LocalTunnels(limits.maxTunnelsPerEnvironment);
+}
+
+/**
+ * The public frontend for tunnelled shares: startFrontend with the registry's public shares
+ * (tunnelledShares) and the agents' tunnel and access endpoint on every non-share host
+ * (`/api/v1/tunnel`, `/api/v1/tunnel/access`). Used by the installation on one VM with the
+ * controller's registry in the same process, and by `svc public-frontend` with the registry read
+ * from the controller's API.
+ */
+export async function startTunnelFrontend(options: TunnelFrontendOptions): Promise<RunningTunnelFrontend> {
+  const { directory, limits, logger } = options;
+  const locator = chooseLocator(limits);
+  const endpoint = new TunnelEndpoint({ directory, locator, limits, logger });
+  let frontend: RunningFrontend;
+  try {
+    frontend = await startFrontend({
+      listen: options.listen,
+      endpointUrl: options.endpointUrl,
+      domain: options.domain,
+      ...(options.oauth ? { oauth: options.oauth } : {}),
+      shares: tunnelledShares({ directory, locator, limits, logger }),
+      logger,
+      onUpgrade: (req, socket, head) => endpoint.handleUpgrade(req, socket, head),
+      ...(options.metricsListen ? { metricsListen: options.metricsListen } : {}),
+      ...(options.ready ? { ready: options.ready } : {}),
+    });
+  } catch (err) {
+    endpoint.close();
+    throw err;
+  }
+  return {
+    frontend,
+    endpoint,
+    close: async () => {
+      endpoint.close();
+      await frontend.close();
+    },
+  };
+}
+
+export interface RunningPublicFrontend extends RunningTunnelFrontend {
+  readonly directory: RemoteShareDirectory;
+}
+
+/**
+ * `svc public-frontend`: a frontend replica in its own process (Kubernetes Deployment), reading the
+ * share registry from the controller (RemoteShareDirectory). `/readyz` answers 503 until the first
+ * registry snapshot arrived; while the controller is unreachable it keeps serving its last view.
+ */
+export async function startPublicFrontend(
+  config: PublicFrontendConfig,
+  logger: Logger,
+): Promise<RunningPublicFrontend> {
+  const directory = new RemoteShareDirectory({
+    controllerUrl: config.controller.url,
+    credential: config.controller.credential,
+    logger,
+  });
+  const { frontend: f } = config;
+  let running: RunningTunnelFrontend;
+  try {
+    running = await startTunnelFrontend({
+      directory,
+      limits: config.tunnel,
+      listen: f.listen,
+      endpointUrl: f.endpointUrl ?? ((port) => new URL(`http://${f.domain}:${port}`)),
+      domain: f.domain,
+      ...(config.oauth ? { oauth: config.oauth } : {}),
+      ...(f.metricsListen ? { metricsListen: f.metricsListen } : {}),
+      ready: () => ({ ok: directory.isReady, detail: directory.isReady ? 'ok' : 'no share registry snapshot yet' }),
+      logger,
+    });
+  } catch (err) {
+    await directory.close();
+    throw err;
+  }
+  return {
+    ...running,
+    directory,
+    close: async () => {
+      await running.close();
+      await directory.close();
+    },
+  };
+}

@@ -1,0 +1,31 @@
+import { createLogger } from '../../lib/logger.ts';
+import { untilSignal } from '../../lib/signals.ts';
+import { loadPublicFrontendConfig } from './public-frontend-config.ts';
+import { startPublicFrontend } from './public-frontend.ts';
+
+/**
+ * `svc public-frontend`: parse config → validate (every problem at once; `--check` stops there) →
+ * start → serve until SIGINT/SIGTERM.
+ */
+export async function runPublicFrontend(path: string, options: { check: boolean }): Promise<void> {
+  const config = loadPublicFrontendConfig(path);
+  if (options.check) {
+    process.stdout.write(
+      `${path}: valid (controller ${config.controller.url.origin}, shares at <token>.${config.frontend.domain}, ${config.oauth?.providers.length ?? 0} provider(s))\n`,
+    );
+    return;
+  }
+  const logger = createLogger('svc-public-frontend');
+  const running = await startPublicFrontend(config, logger);
+  process.stdout.write(
+    [
+      'svc public-frontend is listening (ready once the first share registry snapshot arrived: /readyz)',
+      `  frontend:  listening on port ${running.frontend.port}; endpoint ${running.frontend.endpointUrl.origin}`,
+      `  registry:  ${config.controller.url.origin}`,
+      ...(running.frontend.metricsPort ? [`  metrics:   port ${running.frontend.metricsPort}`] : []),
+      '',
+    ].join('\n'),
+  );
+  await untilSignal();
+  await running.close();
+}
