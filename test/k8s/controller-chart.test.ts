@@ -571,13 +571,10 @@ describe('rendered public frontend', () => {
   it('writes the config file the frontend reads: frontend, oauth, tunnel limits, controller, replicas', async () => {
     const { file, dir } = await runConfigInit(objs);
     expect(parseYaml(await readFile(file, 'utf8'))).toEqual({
-      frontend: {
-        listen: '0.0.0.0:8080',
-        domain: 'share.example.com',
-        endpoint_url: 'https://share.example.com',
-        metrics_listen: '0.0.0.0:9090',
-      },
-      oauth,
+      // With oauth, listen address and public URL come from the oauth section: logins to tunnelled
+      // shares return to the public frontend's own host, not to the auth endpoint of in-cluster shares.
+      frontend: { metrics_listen: '0.0.0.0:9090' },
+      oauth: { ...oauth, endpoint_url: 'https://share.example.com', bind_address: '0.0.0.0:8080' },
       tunnel: { max_streams_per_tunnel: 64, ping_interval: '20s' },
       controller: {
         url: `http://svc-controller.${RELEASE_NS}.svc:80`,
@@ -589,15 +586,32 @@ describe('rendered public frontend', () => {
     expect((await stat(join(dir, 'frontend'))).isDirectory()).toBe(true);
   });
 
-  it('appends the oauth: section of frontend.existingSecret to the chart’s part', async () => {
+  it('refuses frontend.existingSecret alone: the public frontend needs an oauth section of its own', async () => {
+    await expect(
+      template(
+        ...base(),
+        ...publicFrontend,
+        '--set',
+        'frontend.existingSecret=my-oauth,auth.host=auth.share.example.com',
+      ),
+    ).rejects.toThrow(/set publicFrontend.oauthExistingSecret/);
+  });
+
+  it('appends the oauth: section of publicFrontend.oauthExistingSecret to the chart’s part', async () => {
     const rendered = await template(
       ...base(),
       ...publicFrontend,
       '--set',
-      'frontend.existingSecret=my-oauth,auth.host=auth.share.example.com',
+      'frontend.existingSecret=my-oauth,auth.host=auth.share.example.com,publicFrontend.oauthExistingSecret=pf-oauth',
+      '--set-json',
+      'publicFrontend.providers=["google"]',
     );
     const pod = (find(rendered, 'Deployment', 'svc-public-frontend') as Obj & FrontendDeployment).spec.template.spec;
-    expect(pod.volumes.find((v) => v.name === 'oauth-source')?.secret?.secretName).toBe('my-oauth');
+    expect(pod.volumes.find((v) => v.name === 'oauth-source')?.secret?.secretName).toBe('pf-oauth');
+    const controller = find(rendered, 'ConfigMap', 'svc-controller') as Obj & { data: Record<string, string> };
+    const section = (parseYaml(controller.data['controller.yaml']!) as { public_frontend: { providers: string[] } })
+      .public_frontend;
+    expect(section.providers).toEqual(['google']);
     const { file } = await runConfigInit(rendered, `oauth:\n  cookie_name: from-secret`);
     const config = parseYaml(await readFile(file, 'utf8')) as Record<string, unknown>;
     expect(config.oauth).toEqual({ cookie_name: 'from-secret' });
@@ -610,6 +624,7 @@ describe('rendered public frontend', () => {
       domain: 'share.example.com',
       endpoint_url: 'https://share.example.com',
       credential_file: '/etc/svc/frontend/credential',
+      providers: ['google'],
     });
     const pod = (find(objs, 'Deployment', 'svc-controller') as Obj & FrontendDeployment).spec.template.spec;
     expect(pod.containers[0]?.volumeMounts).toContainEqual({

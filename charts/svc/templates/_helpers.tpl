@@ -94,3 +94,23 @@ app.kubernetes.io/component: {{ index . 1 }}
 true
 {{- end -}}
 {{- end }}
+
+{{- /* The public frontend's oauth Secret (key oauth.yaml) when OAuth comes from an existing Secret; fails with frontend.existingSecret alone. */ -}}
+{{- define "svc.publicFrontendOAuthSecret" -}}
+{{- if .Values.publicFrontend.oauthExistingSecret -}}
+{{- .Values.publicFrontend.oauthExistingSecret -}}
+{{- else if .Values.frontend.existingSecret -}}
+{{- fail "publicFrontend with frontend.existingSecret: set publicFrontend.oauthExistingSecret to a Secret whose oauth.yaml is the public frontend's oauth section (endpoint_url = publicFrontend.endpointUrl, bind_address 0.0.0.0:8080), and publicFrontend.providers" -}}
+{{- end -}}
+{{- end }}
+
+{{- /* Provider names an agent's OAuth share may use at the public frontend (controller public_frontend.providers). */ -}}
+{{- define "svc.publicFrontendProviders" -}}
+{{- if .Values.publicFrontend.oauthExistingSecret -}}
+{{- toJson .Values.publicFrontend.providers -}}
+{{- else -}}
+{{- $names := list -}}
+{{- range (.Values.frontend.oauth.providers | default list) }}{{ $names = append $names .name }}{{ end -}}
+{{- toJson $names -}}
+{{- end -}}
+{{- end }}
