@@ -76,7 +76,10 @@ async function toB(path: string, extra: Parameters<typeof request>[2] = {}): Pro
 }
 
 function connectAgent(): RunningTunnel {
-  const shares = new Map([['pub1', { shareMode: 'public' as const, backendUrl: new URL(backend.url) }]]);
+  const shares = new Map([
+    ['pub1', { shareMode: 'public' as const, backendUrl: new URL(backend.url) }],
+    ['priv1', { shareMode: 'private' as const, backendUrl: new URL(backend.url) }],
+  ]);
   const tunnel = startTunnel({
     url: tunnelUrl(`http://127.0.0.1:${a.port}`, TUNNEL_PATH),
     token: envToken,
@@ -146,6 +149,7 @@ beforeAll(async () => {
   await store.createEnvironment(env);
   const registry = await ShareRegistry.open(store, [], createLogger('registry', { level: 'silent' }));
   await registry.register(env, { token: 'pub1', shareMode: 'public', backendMode: 'proxy' });
+  await registry.register(env, { token: 'priv1', shareMode: 'private', backendMode: 'proxy' });
 
   backend = await startTunnelBackend();
   options = {
@@ -233,12 +237,12 @@ describe('a tunnel held by replica A, visitors on replica B', () => {
   });
 });
 
-describe("B's peer listener", () => {
-  const peerRequest = (headers: Record<string, string>) =>
+describe('the peer listeners', () => {
+  const peerRequest = (headers: Record<string, string>, peerPort = b.peerPort, token = 'pub1') =>
     new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const session = http2.connect(`http://127.0.0.1:${b.peerPort}`);
+      const session = http2.connect(`http://127.0.0.1:${peerPort}`);
       session.on('error', reject);
-      const stream = session.request({ ':path': '/echo', ':authority': host('pub1', b.port), ...headers });
+      const stream = session.request({ ':path': '/echo', ':authority': host(token, b.port), ...headers });
       let status = 0;
       let body = '';
       stream.on('response', (h) => (status = Number(h[':status'])));
@@ -251,7 +255,7 @@ describe("B's peer listener", () => {
       stream.end();
     });
 
-  it('refuses a wrong or missing credential with 401 and logs it without the credential', async () => {
+  it('B refuses a wrong or missing credential with 401 and logs it without the credential', async () => {
     const wrong = 'not-the-replica-credential-0123456789abcdef';
     const base = { 'svc-tunnel-env': ENV, 'svc-tunnel-route': 'public' };
     expect((await peerRequest({ ...base, 'svc-peer-credential': wrong })).status).toBe(401);
@@ -261,7 +265,20 @@ describe("B's peer listener", () => {
     expect(bLogs.text).not.toContain(CREDENTIAL);
   });
 
-  it('forwards only into a tunnel it holds itself: never on to a third replica (503 here)', async () => {
+  it("keep the route the first replica decided: a private share only on 'access' streams", async () => {
+    const peer = (route: string, token: string) =>
+      peerRequest(
+        { 'svc-tunnel-env': ENV, 'svc-tunnel-route': route, 'svc-peer-credential': CREDENTIAL },
+        a.peerPort,
+        token,
+      );
+    expect((await peer('access', 'priv1')).status).toBe(200);
+    expect((await peer('public', 'priv1')).status).toBe(404);
+    expect((await peer('public', 'pub1')).status).toBe(200);
+    expect((await peer('sideways', 'pub1')).status).toBe(400);
+  });
+
+  it('B forwards only into a tunnel it holds itself: never on to a third replica (503 here)', async () => {
     const reply = await peerRequest({
       'svc-tunnel-env': ENV,
       'svc-tunnel-route': 'public',
