@@ -19,6 +19,7 @@ export class LeaseWriter {
   private readonly holds: (envZId: string) => boolean;
   private readonly logger: Logger;
   private readonly queues = new Map<string, Promise<void>>();
+  private readonly waiting = new Map<string, Promise<void>>();
   private releasing = false;
 
   constructor(kube: KubeClient, holder: LeaseHolder, holds: (envZId: string) => boolean, logger: Logger) {
@@ -30,7 +31,15 @@ export class LeaseWriter {
 
   /** Makes the environment's Lease match whether this replica holds a tunnel of it. */
   sync(envZId: string): Promise<void> {
-    const next = (this.queues.get(envZId) ?? Promise.resolve()).then(() => this.write(envZId));
+    // A write not yet started will read the state when it runs: one is enough, however many callers
+    // asked (renewals keep coming while the API server is slow; the queue must not grow).
+    const waiting = this.waiting.get(envZId);
+    if (waiting) return waiting;
+    const next = (this.queues.get(envZId) ?? Promise.resolve()).then(() => {
+      this.waiting.delete(envZId);
+      return this.write(envZId);
+    });
+    this.waiting.set(envZId, next);
     this.queues.set(envZId, next);
     void next.finally(() => {
       if (this.queues.get(envZId) === next) this.queues.delete(envZId);

@@ -289,6 +289,44 @@ describe('the peer listeners', () => {
   });
 });
 
+describe("B's own Leases", () => {
+  it('end in the state of the last attach or detach, however quickly they follow each other', async () => {
+    const env = 'quickbbbbbbb';
+    const held = {
+      id: 'held',
+      open: () => {
+        throw new Error('no stream is opened in this test');
+      },
+      close: () => undefined,
+    };
+    const ownLeases = async () =>
+      (
+        (await rawRequest(
+          cp.kubeConfig,
+          `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases?labelSelector=svc.dev%2Ftunnel-env%3D${env}`,
+        )) as { items: Lease[] }
+      ).items;
+    for (let i = 0; i < 20; i++) {
+      expect(b.locator.attach(env, held)).toBe(true);
+      b.locator.detach(env, held);
+    }
+    b.locator.attach(env, held);
+    const [lease] = await until(async () => {
+      const items = await ownLeases();
+      return items.length === 1 ? items : undefined;
+    }, "B's Lease");
+    expect(lease?.spec?.holderIdentity).toBe('b');
+    expect(lease?.metadata.annotations?.['svc.dev/tunnel-peer']).toBe(`127.0.0.1:${b.peerPort}`);
+    const renewed = lease?.spec?.renewTime;
+    await until(async () => ((await ownLeases())[0]?.spec?.renewTime !== renewed ? true : undefined), 'a renewal');
+    b.locator.detach(env, held);
+    await until(
+      async () => ((await ownLeases()).length === 0 ? true : undefined),
+      'the Lease deleted on the last detach',
+    );
+  });
+});
+
 describe('failures', () => {
   it('agent disconnects: the Lease is deleted and B answers "Share offline"', async () => {
     await tunnels[0]?.close();
