@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
 import { SvcError } from './errors.ts';
 
 /** Where a listener binds: an IP address (or host name) and a port; port 0 lets the system pick one. */
@@ -34,7 +34,7 @@ export function listenAddressProblem(text: string): string {
  * (port in use, address not available, permission) reject with a clear `bind_failed` SvcError
  * naming the address, prefixed with `label` when given, instead of an unhandled `error` event.
  */
-export function listen(server: Server, address: ListenAddress, label?: string): Promise<void> {
+export function listen(server: NetServer, address: ListenAddress, label?: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => {
       server.off('listening', onListening);
@@ -74,7 +74,7 @@ export function formatAddress(address: ListenAddress): string {
 }
 
 /** The port a listening TCP server is bound to. */
-export function portOf(server: Server): number {
+export function portOf(server: NetServer): number {
   return (server.address() as AddressInfo).port;
 }
 

@@ -1,6 +1,6 @@
 import type { Logger } from '../lib/logger.ts';
 import type { BackoffPolicy } from './backoff.ts';
-import { Informer, apiSource } from './informer.ts';
+import { Informer, apiSource } from '../lib/kube/informer.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import type { AgentEnrollment } from './enrollment-children.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { LeaseObserver, microTime, nextLease } from './leader.ts';
+import { microTime } from '../lib/kube/lease.ts';
+import { LeaseObserver, nextLease } from './leader.ts';
 
 const now = new Date('2025-01-02T03:04:05.678Z');
 

@@ -1,25 +1,9 @@
 import type { Logger } from '../lib/logger.ts';
-import { Sleeper } from './sleeper.ts';
+import { Sleeper } from '../lib/sleeper.ts';
 import { errorText } from '../lib/errors.ts';
 import { isConflict, isNotFound, type KubeClient } from '../lib/kube/client.ts';
-import { LEASES, apiVersion, resourcePath, type KubeObject } from '../lib/kube/resources.ts';
-
-export interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
-}
-
-interface Lease extends KubeObject {
-  spec?: LeaseSpec;
-}
-
-/** metav1.MicroTime: RFC 3339 with exactly six fractional digits (the API server insists). */
-export function microTime(date: Date): string {
-  return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
-}
+import { microTime, type Lease, type LeaseSpec } from '../lib/kube/lease.ts';
+import { LEASES, apiVersion, resourcePath } from '../lib/kube/resources.ts';
 
 /**
  * The lease record this candidate should write, or undefined when another holder's lease is still

@@ -8,11 +8,11 @@ import { AUTH_CONFIG_KEY, AuthConfigReconciler } from './auth-config-reconciler.
 import type { Caches } from './caches.ts';
 import { EnrollmentReconciler } from './enrollment-reconciler.ts';
 import type { EventRecorder } from './events.ts';
-import { Informer, type ListWatchSource } from './informer.ts';
+import { Informer, type ListWatchSource } from '../lib/kube/informer.ts';
 import { InstallationState } from './installation-state.ts';
 import { ShareReconciler } from './share-reconciler.ts';
 import { initialKeys, needsReconcile, wireWatches, type Enqueue, type WatchSource } from './watches.ts';
-import type { InformerHandlers } from './informer.ts';
+import type { InformerHandlers } from '../lib/kube/informer.ts';
 
 const logger = createLogger('test', { destination: new Writable({ write: (_c, _e, cb) => cb() }) });
 

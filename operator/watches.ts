@@ -1,4 +1,4 @@
-import type { InformerHandlers } from './informer.ts';
+import type { InformerHandlers } from '../lib/kube/informer.ts';
 import { objectKey, type KubeObject } from '../lib/kube/resources.ts';
 
 /** What a watch handler sees: the object after the change and, on updates, before it. */

@@ -9,10 +9,13 @@ import type { PublicFrontendConfig } from './public-frontend-config.ts';
 import { RemoteShareDirectory } from './remote-directory.ts';
 import { TunnelEndpoint } from './endpoint.ts';
 import { LocalTunnels, type TunnelLocator } from './locator.ts';
+import { startReplicaLocator } from './replicas.ts';
 import { tunnelledShares } from './routes.ts';
 
 export interface TunnelFrontendOptions {
   readonly directory: ShareDirectory;
+  /** Where tunnels are found (chooseLocator); this process's own tunnels when absent. */
+  readonly locator?: ClosableLocator;
   readonly limits: TunnelLimits;
   readonly listen: ListenAddress;
   readonly endpointUrl: URL | ((boundPort: number) => URL);
@@ -29,13 +32,22 @@ export interface RunningTunnelFrontend {
   close(): Promise<void>;
 }
 
+/** A locator with whatever it holds open (the replica locator's watch, Leases and peer listener). */
+export type ClosableLocator = TunnelLocator & { close?(): Promise<void> };
+
 /**
- * Where this frontend looks for an environment's tunnel: the one seam for more than one replica.
- * Today every frontend process knows only its own tunnels (`LocalTunnels`); a locator that finds
- * tunnels held by other replicas (sidecar/tunnel/locator.ts) is chosen here.
+ * Where this frontend looks for an environment's tunnel, the one place that decides: with a
+ * `replicas` section the Lease-based locator across replicas (replicas.ts), which shares the
+ * frontend credential as the replicas' peer credential; otherwise this process's own tunnels, all a
+ * single frontend needs.
  */
-export function chooseLocator(limits: TunnelLimits): TunnelLocator {
-  return new LocalTunnels(limits.maxTunnelsPerEnvironment);
+export async function chooseLocator(config: PublicFrontendConfig, logger: Logger): Promise<ClosableLocator> {
+  if (!config.replicas) return new LocalTunnels(config.tunnel.maxTunnelsPerEnvironment);
+  return startReplicaLocator(config.replicas, {
+    limits: config.tunnel,
+    logger,
+    credential: config.controller.credential,
+  });
 }
 
 /**
@@ -47,7 +59,7 @@ export function chooseLocator(limits: TunnelLimits): TunnelLocator {
  */
 export async function startTunnelFrontend(options: TunnelFrontendOptions): Promise<RunningTunnelFrontend> {
   const { directory, limits, logger } = options;
-  const locator = chooseLocator(limits);
+  const locator: ClosableLocator = options.locator ?? new LocalTunnels(limits.maxTunnelsPerEnvironment);
   const endpoint = new TunnelEndpoint({ directory, locator, limits, logger });
   let frontend: RunningFrontend;
   try {
@@ -64,14 +76,17 @@ export async function startTunnelFrontend(options: TunnelFrontendOptions): Promi
     });
   } catch (err) {
     endpoint.close();
+    await locator.close?.();
     throw err;
   }
   return {
     frontend,
     endpoint,
+    // The locator last: the replica locator deletes this replica's Leases once nothing is served here.
     close: async () => {
       endpoint.close();
       await frontend.close();
+      await locator.close?.();
     },
   };
 }
@@ -99,6 +114,7 @@ export async function startPublicFrontend(
   try {
     running = await startTunnelFrontend({
       directory,
+      locator: await chooseLocator(config, logger),
       limits: config.tunnel,
       listen: f.listen,
       endpointUrl: f.endpointUrl ?? ((port) => new URL(`http://${f.domain}:${port}`)),

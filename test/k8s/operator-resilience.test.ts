@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { microTime } from '../../operator/leader.ts';
+import { microTime } from '../../lib/kube/lease.ts';
 import type { ControlPlane } from './envtest.ts';
 import {
   api,

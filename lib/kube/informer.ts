@@ -1,9 +1,9 @@
-import type { Logger } from '../lib/logger.ts';
-import { Sleeper } from './sleeper.ts';
-import { errorText } from '../lib/errors.ts';
-import { backoffDelay, type BackoffPolicy } from './backoff.ts';
-import { KubeApiError, isGone, type KubeClient } from '../lib/kube/client.ts';
-import { objectKey, type KubeList, type KubeObject, type WatchEvent } from '../lib/kube/resources.ts';
+import type { Logger } from '../logger.ts';
+import { Sleeper } from '../sleeper.ts';
+import { errorText } from '../errors.ts';
+import { backoffDelay, type BackoffPolicy } from '../backoff.ts';
+import { KubeApiError, isGone, type KubeClient } from './client.ts';
+import { objectKey, type KubeList, type KubeObject, type WatchEvent } from './resources.ts';
 
 type Query = Record<string, string | number | boolean | undefined>;
 

@@ -1,9 +1,9 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../lib/logger.ts';
+import { createLogger } from '../logger.ts';
 import { Informer, type ListWatchSource } from './informer.ts';
-import { KubeApiError } from '../lib/kube/client.ts';
-import type { KubeList, KubeObject, WatchEvent } from '../lib/kube/resources.ts';
+import { KubeApiError } from './client.ts';
+import type { KubeList, KubeObject, WatchEvent } from './resources.ts';
 
 const logger = createLogger('test', { destination: new Writable({ write: (_c, _e, cb) => cb() }) });
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
