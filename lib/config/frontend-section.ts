@@ -55,34 +55,37 @@ export function readFrontendSections(
   };
 }
 
-/** A share domain (`share.example.com`), lower-cased. */
-export function readDomain(
+/** Reads one field of `obj` at `path.key`; undefined (with a problem recorded) when it is not valid. */
+export type FieldRead<T> = (
   r: ConfigReader,
   obj: Record<string, unknown>,
   key: string,
   path: string,
-  options: { required?: boolean } = {},
-): string | undefined {
-  const domain = r.string(obj, key, path, options)?.toLowerCase();
-  if (domain !== undefined && !DOMAIN.test(domain)) {
-    r.problem(join(path, key), `must be a DNS domain such as share.example.com, got ${JSON.stringify(domain)}`);
-    return undefined;
-  }
-  return domain;
+  options?: { required?: boolean },
+) => T | undefined;
+
+/** `read` plus one rule: a value that breaks it is a problem at its field path, and undefined. */
+function withRule<T>(read: FieldRead<T>, rule: (value: T) => string | undefined): FieldRead<T> {
+  return (r, obj, key, path, options = {}) => {
+    const value = read(r, obj, key, path, options);
+    const problem = value === undefined ? undefined : rule(value);
+    if (problem) r.problem(join(path, key), problem);
+    return problem ? undefined : value;
+  };
 }
 
+/** A share domain (`share.example.com`), lower-cased. */
+export const readDomain: FieldRead<string> = withRule(
+  (r, obj, key, path, options) => r.string(obj, key, path, options)?.toLowerCase(),
+  (domain) =>
+    DOMAIN.test(domain) ? undefined : `must be a DNS domain such as share.example.com, got ${JSON.stringify(domain)}`,
+);
+
 /** A public base URL: http(s), no path, query, fragment or credentials. */
-export function readBaseUrl(
-  r: ConfigReader,
-  obj: Record<string, unknown>,
-  key: string,
-  path: string,
-  options: { required?: boolean } = {},
-): URL | undefined {
-  const url = r.url(obj, key, path, options);
-  if (url && (url.pathname !== '/' || url.search || url.hash || url.username || url.password)) {
-    r.problem(join(path, key), 'must be a base URL without path, query, fragment or credentials');
-    return undefined;
-  }
-  return url;
-}
+export const readBaseUrl: FieldRead<URL> = withRule(
+  (r, obj, key, path, options) => r.url(obj, key, path, options),
+  (url) =>
+    url.pathname !== '/' || url.search || url.hash || url.username || url.password
+      ? 'must be a base URL without path, query, fragment or credentials'
+      : undefined,
+);

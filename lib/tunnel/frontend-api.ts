@@ -6,16 +6,6 @@ import type { PublishedShare } from './directory.ts';
  * connection. Shared by the controller (controller/frontend-api.ts) and the frontend
  * (sidecar/tunnel/remote-directory.ts) so both read the same names.
  */
-export const FRONTEND_API_PREFIX = '/api/v1/frontend';
-export const FRONTEND_REGISTRY_PATH = `${FRONTEND_API_PREFIX}/registry`;
-export const FRONTEND_AUTHENTICATE_PATH = `${FRONTEND_API_PREFIX}/authenticate`;
-/** The header carrying the frontend replicas' shared credential (`public_frontend.credential_file`). */
-export const FRONTEND_TOKEN_HEADER = 'x-frontend-token';
-/** Shortest credential accepted: 32 characters, so it cannot be guessed. */
-export const MIN_FRONTEND_CREDENTIAL_LENGTH = 32;
-/** How long the controller holds a registry poll whose revision has not changed. */
-export const REGISTRY_POLL_MS = 25_000;
-
 /** An environment removed from the registry (`svc disable`): its tunnels must close on every replica. */
 export interface RevokedEnvironment {
   readonly envZId: string;
@@ -44,3 +34,13 @@ export function revisionParts(revision: string): { run: string; counter: number 
   const m = /^([a-z0-9]+)\.(\d+)$/.exec(revision);
   return m ? { run: m[1] as string, counter: Number(m[2]) } : undefined;
 }
+
+export const FRONTEND_API_PREFIX = '/api/v1/frontend';
+export const FRONTEND_REGISTRY_PATH = `${FRONTEND_API_PREFIX}/registry`;
+export const FRONTEND_AUTHENTICATE_PATH = `${FRONTEND_API_PREFIX}/authenticate`;
+/** The header carrying the frontend replicas' shared credential (`public_frontend.credential_file`). */
+export const FRONTEND_TOKEN_HEADER = 'x-frontend-token';
+/** Shortest credential accepted: 32 characters, so it cannot be guessed. */
+export const MIN_FRONTEND_CREDENTIAL_LENGTH = 32;
+/** How long the controller holds a registry poll whose revision has not changed. */
+export const REGISTRY_POLL_MS = 25_000;

@@ -20,14 +20,10 @@ interface Peer {
  */
 export class PeerSessions {
   private readonly peers = new Map<string, Peer>();
-  private readonly limits: TunnelLimits;
-  private readonly credential: string;
-  private readonly logger: Logger;
+  private readonly deps: { readonly limits: TunnelLimits; readonly credential: string; readonly logger: Logger };
 
   constructor(limits: TunnelLimits, credential: string, logger: Logger) {
-    this.limits = limits;
-    this.credential = credential;
-    this.logger = logger;
+    this.deps = { limits, credential, logger };
   }
 
   target(address: string, envZId: string): StreamTarget {
@@ -36,7 +32,7 @@ export class PeerSessions {
         this.peer(address).capped.open({
           ...headers,
           [PEER_ENV_HEADER]: envZId,
-          [PEER_CREDENTIAL_HEADER]: this.credential,
+          [PEER_CREDENTIAL_HEADER]: this.deps.credential,
         }),
     };
   }
@@ -60,7 +56,7 @@ export class PeerSessions {
     const known = this.peers.get(address);
     if (known && !known.session.closed && !known.session.destroyed) return known;
     const session = http2.connect(`http://${address}`, {
-      settings: clientSettings(this.limits),
+      settings: clientSettings(this.deps.limits),
       maxHeaderListPairs: 256,
     });
     const timer = setTimeout(() => session.destroy(), CONNECT_TIMEOUT_MS);
@@ -69,13 +65,13 @@ export class PeerSessions {
       session.setLocalWindowSize(SESSION_WINDOW_BYTES);
     });
     session.on('error', (err) =>
-      this.logger.warn({ peer: address, err: errorText(err) }, 'replica: peer session error'),
+      this.deps.logger.warn({ peer: address, err: errorText(err) }, 'replica: peer session error'),
     );
     session.once('close', () => {
       clearTimeout(timer);
       if (this.peers.get(address)?.session === session) this.peers.delete(address);
     });
-    const peer = { session, capped: new CappedSession(session, peerStreamCap(this.limits)) };
+    const peer = { session, capped: new CappedSession(session, peerStreamCap(this.deps.limits)) };
     this.peers.set(address, peer);
     return peer;
   }

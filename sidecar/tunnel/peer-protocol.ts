@@ -11,9 +11,6 @@ import type { TunnelLimits } from '../../lib/tunnel/protocol.ts';
 export const PEER_ENV_HEADER = 'svc-tunnel-env';
 export const PEER_CREDENTIAL_HEADER = 'svc-peer-credential';
 
-/** The shortest shared credential accepted: as long as the frontend's signing key must be. */
-export const MIN_CREDENTIAL_LENGTH = 32;
-
 /**
  * Streams open at once on one peer session. It carries the streams of every environment the peer
  * holds; each tunnel's own cap still applies at the far end (503 "busy"), so this only bounds what

@@ -14,7 +14,7 @@ const configPath = join(dir, 'public-frontend.yaml');
 
 function problemsOf(doc: unknown): readonly string[] {
   try {
-    parsePublicFrontendConfig(doc, configPath);
+    parsePublicFrontendConfig(doc, configPath, {});
   } catch (err) {
     if (err instanceof ConfigError) return err.problems.map(problemText);
     throw err;
@@ -55,10 +55,11 @@ describe('svc public-frontend config', () => {
         frontend: { listen: 'nowhere', domain: 'Not A Domain', endpoint_url: 'ftp://x' },
         tunnel: { max_streams_per_tunnel: 0 },
         controller: { url: 'http://c/api', credential_file: join(dir, 'absent'), token: 'x' },
-        replicas: { lease_namespace: 'svc' },
+        replicas: { lease_namespace: 'svc', peer_listen: 'anywhere' },
+        extra: true,
       }),
     ).toEqual([
-      'replicas: unknown field (known: frontend, oauth, tunnel, controller)',
+      'extra: unknown field (known: frontend, oauth, tunnel, controller, replicas)',
       'frontend.listen: must be ip:port (for example 0.0.0.0:8080), got "nowhere"',
       'frontend.domain: must be a DNS domain such as share.example.com, got "not a domain"',
       'frontend.endpoint_url: must be an http or https URL, got "ftp://x"',
@@ -66,6 +67,11 @@ describe('svc public-frontend config', () => {
       'controller.token: unknown field (known: url, credential_file)',
       'controller.url: must be a base URL without path, query, fragment or credentials',
       `controller.credential_file: cannot read ${join(dir, 'absent')} (ENOENT)`,
+      'replicas.lease_namespace: unknown field (known: namespace, pod_name, pod_ip, peer_listen, lease_duration)',
+      'replicas.namespace: required (or set $SVC_POD_NAMESPACE)',
+      'replicas.pod_name: required (or set $SVC_POD_NAME)',
+      'replicas.pod_ip: required (or set $SVC_POD_IP)',
+      'replicas.peer_listen: must be ip:port (for example 0.0.0.0:8080), got "anywhere"',
     ]);
     expect(problemsOf({})).toEqual(['controller: required']);
     expect(problemsOf({ controller: {} })).toEqual([

@@ -9,7 +9,7 @@ import { LeaseView } from './lease-view.ts';
 import { LeaseWriter } from './lease-writer.ts';
 import { LocalTunnels, type HeldTunnel, type TunnelLocator } from './locator.ts';
 import { PeerSessions } from './peer-client.ts';
-import { MIN_CREDENTIAL_LENGTH } from './peer-protocol.ts';
+import { MIN_FRONTEND_CREDENTIAL_LENGTH as MIN_CREDENTIAL_LENGTH } from '../../lib/tunnel/frontend-api.ts';
 import { startPeerServer, type PeerServer } from './peer-server.ts';
 import type { ReplicaSettings } from './replica-settings.ts';
 
