@@ -203,12 +203,16 @@ describe('svc public-frontend replicas A and B on a real API server, the agent o
     expect(left?.spec?.holderIdentity).toBe('frontend-a');
     const expiresAt = Date.parse(left?.spec?.renewTime ?? '') + LEASE_SECONDS * 1000;
 
-    const statuses: number[] = [];
+    // A request not answered within toB's bound is recorded (not retried), and fails the test.
+    const statuses: (number | string)[] = [];
     const offline = await until(
       async () => {
-        const r = await toB(entry.token);
-        statuses.push(r.status);
-        return r.status === 503 ? r : undefined;
+        const r = await toB(entry.token).catch((err: Error) => {
+          statuses.push(err.message);
+          return undefined;
+        });
+        if (r) statuses.push(r.status);
+        return r?.status === 503 ? r : undefined;
       },
       'B to answer offline after the Lease expired',
       15_000,
