@@ -63,7 +63,11 @@ const answeredByB = (token: string, status: number) =>
 
 async function startReplica(name: string, config: string, env: NodeJS.ProcessEnv): Promise<Replica> {
   const { process, port } = await startPublicFrontendProcess(config, env);
-  const peer = await process.waitFor(/"peer":"127\.0\.0\.1:(\d+)".*replica: tunnel Leases watched; peer listener up/);
+  const peer = await process.waitFor(
+    new RegExp(
+      `replicas: {2}pod ${name} in namespace ${NAMESPACE}; peer listener on port (\\d+) \\(advertised as 127\\.0\\.0\\.1:\\1\\)`,
+    ),
+  );
   return { name, process, port, peerPort: Number(peer[1]) };
 }
 
