@@ -12,9 +12,10 @@ const credentialFile = join(dir, 'credential');
 writeFileSync(credentialFile, `  ${'k'.repeat(48)}  \n`);
 const configPath = join(dir, 'public-frontend.yaml');
 
-function problemsOf(doc: unknown): readonly string[] {
+/** The problems of `doc`, read with `env` for the replicas' SVC_POD_* defaults (none by default). */
+function problemsOf(doc: unknown, env: NodeJS.ProcessEnv = {}): readonly string[] {
   try {
-    parsePublicFrontendConfig(doc, configPath, {});
+    parsePublicFrontendConfig(doc, configPath, env);
   } catch (err) {
     if (err instanceof ConfigError) return err.problems.map(problemText);
     throw err;
@@ -55,11 +56,9 @@ describe('svc public-frontend config', () => {
         frontend: { listen: 'nowhere', domain: 'Not A Domain', endpoint_url: 'ftp://x' },
         tunnel: { max_streams_per_tunnel: 0 },
         controller: { url: 'http://c/api', credential_file: join(dir, 'absent'), token: 'x' },
-        replicas: { lease_namespace: 'svc', peer_listen: 'anywhere' },
-        extra: true,
+        replicas: { lease_namespace: 'svc' },
       }),
     ).toEqual([
-      'extra: unknown field (known: frontend, oauth, tunnel, controller, replicas)',
       'frontend.listen: must be ip:port (for example 0.0.0.0:8080), got "nowhere"',
       'frontend.domain: must be a DNS domain such as share.example.com, got "not a domain"',
       'frontend.endpoint_url: must be an http or https URL, got "ftp://x"',
@@ -71,12 +70,66 @@ describe('svc public-frontend config', () => {
       'replicas.namespace: required (or set $SVC_POD_NAMESPACE)',
       'replicas.pod_name: required (or set $SVC_POD_NAME)',
       'replicas.pod_ip: required (or set $SVC_POD_IP)',
-      'replicas.peer_listen: must be ip:port (for example 0.0.0.0:8080), got "anywhere"',
     ]);
+    expect(problemsOf({ controller: {}, extra: 1 })[0]).toBe(
+      'extra: unknown field (known: frontend, oauth, tunnel, controller, replicas)',
+    );
     expect(problemsOf({})).toEqual(['controller: required']);
     expect(problemsOf({ controller: {} })).toEqual([
       'controller.url: required',
       'controller.credential_file: required',
+    ]);
+  });
+
+  it('reads the replicas section: its values, else the SVC_POD_* variables the chart sets, else the defaults', () => {
+    const controller = { url: 'http://c', credential_file: credentialFile };
+    const env = { SVC_POD_NAMESPACE: 'svc', SVC_POD_NAME: 'svc-public-frontend-7d9f-x', SVC_POD_IP: '10.1.2.3' };
+    expect(parsePublicFrontendConfig({ controller, replicas: {} }, configPath, env).replicas).toEqual({
+      namespace: 'svc',
+      podName: 'svc-public-frontend-7d9f-x',
+      podIp: '10.1.2.3',
+      peerListen: { host: '0.0.0.0', port: 8090 },
+      leaseDurationMs: 15_000,
+    });
+    const written = parsePublicFrontendConfig(
+      {
+        controller,
+        replicas: {
+          namespace: 'frontends',
+          pod_name: 'frontend-a',
+          pod_ip: '127.0.0.1',
+          peer_listen: '127.0.0.1:0',
+          lease_duration: '2s',
+        },
+      },
+      configPath,
+      env,
+    );
+    expect(written.replicas).toEqual({
+      namespace: 'frontends',
+      podName: 'frontend-a',
+      podIp: '127.0.0.1',
+      peerListen: { host: '127.0.0.1', port: 0 },
+      leaseDurationMs: 2_000,
+    });
+    expect(parsePublicFrontendConfig({ controller }, configPath, env).replicas).toBeUndefined();
+  });
+
+  it('reports a bad replicas.peer_listen with its field path together with the other problems', () => {
+    expect(
+      problemsOf(
+        {
+          frontend: { listen: 'nowhere' },
+          controller: { url: 'http://c', credential_file: credentialFile },
+          replicas: { peer_listen: '0.0.0.0:99999', lease_duration: '1500ms' },
+        },
+        { SVC_POD_NAMESPACE: 'svc', SVC_POD_NAME: 'frontend-a', SVC_POD_IP: 'not-an-ip' },
+      ),
+    ).toEqual([
+      'frontend.listen: must be ip:port (for example 0.0.0.0:8080), got "nowhere"',
+      'replicas.pod_ip (from $SVC_POD_IP): must be an IPv4 or IPv6 address, got "not-an-ip"',
+      'replicas.peer_listen: must be ip:port (for example 0.0.0.0:8080), got "0.0.0.0:99999"',
+      'replicas.lease_duration: must be whole seconds between 1s and 1h, got "1500ms"',
     ]);
   });
 

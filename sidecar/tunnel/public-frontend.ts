@@ -9,7 +9,7 @@ import type { PublicFrontendConfig } from './public-frontend-config.ts';
 import { RemoteShareDirectory } from './remote-directory.ts';
 import { TunnelEndpoint } from './endpoint.ts';
 import { LocalTunnels, type TunnelLocator } from './locator.ts';
-import { startReplicaLocator } from './replicas.ts';
+import { ReplicaLocator, startReplicaLocator } from './replicas.ts';
 import { tunnelledShares } from './routes.ts';
 
 export interface TunnelFrontendOptions {
@@ -93,6 +93,8 @@ export async function startTunnelFrontend(options: TunnelFrontendOptions): Promi
 
 export interface RunningPublicFrontend extends RunningTunnelFrontend {
   readonly directory: RemoteShareDirectory;
+  /** The bound peer listener, with a `replicas` section (`peer_listen` may say port 0). */
+  readonly peerPort?: number;
 }
 
 /**
@@ -111,10 +113,12 @@ export async function startPublicFrontend(
   });
   const { frontend: f } = config;
   let running: RunningTunnelFrontend;
+  let locator: ClosableLocator;
   try {
+    locator = await chooseLocator(config, logger);
     running = await startTunnelFrontend({
       directory,
-      locator: await chooseLocator(config, logger),
+      locator,
       limits: config.tunnel,
       listen: f.listen,
       endpointUrl: f.endpointUrl ?? ((port) => new URL(`http://${f.domain}:${port}`)),
@@ -131,6 +135,7 @@ export async function startPublicFrontend(
   return {
     ...running,
     directory,
+    ...(locator instanceof ReplicaLocator ? { peerPort: locator.peerPort } : {}),
     close: async () => {
       await running.close();
       await directory.close();

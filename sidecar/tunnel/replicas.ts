@@ -20,7 +20,10 @@ export interface ReplicaDeps {
   readonly logger: Logger;
   /** Shared by every replica; proves a peer stream comes from one of them. At least 32 characters. */
   readonly credential: string;
-  /** The API client; by default one from the in-cluster service account (or the kubeconfig). */
+  /**
+   * The API client; by default `KubeConfig.loadFromDefault`: $KUBECONFIG, else ~/.kube/config, else
+   * the pod's service account (in-cluster).
+   */
   readonly kube?: KubeClient;
   /** Judges Lease expiry; the system clock unless a test moves time. */
   readonly clock?: Clock;

@@ -1,3 +1,4 @@
+import { formatAddress } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { untilSignal } from '../../lib/signals.ts';
 import { loadPublicFrontendConfig } from './public-frontend-config.ts';
@@ -17,12 +18,18 @@ export async function runPublicFrontend(path: string, options: { check: boolean 
   }
   const logger = createLogger('svc-public-frontend');
   const running = await startPublicFrontend(config, logger);
+  const { replicas } = config;
   process.stdout.write(
     [
       'svc public-frontend is listening (ready once the first share registry snapshot arrived: /readyz)',
       `  frontend:  listening on port ${running.frontend.port}; endpoint ${running.frontend.endpointUrl.origin}`,
       `  registry:  ${config.controller.url.origin}`,
       ...(running.frontend.metricsPort ? [`  metrics:   port ${running.frontend.metricsPort}`] : []),
+      ...(replicas && running.peerPort !== undefined
+        ? [
+            `  replicas:  pod ${replicas.podName} in namespace ${replicas.namespace}; peer listener on port ${running.peerPort} (advertised as ${formatAddress({ host: replicas.podIp, port: running.peerPort })})`,
+          ]
+        : []),
       '',
     ].join('\n'),
   );

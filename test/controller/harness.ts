@@ -46,17 +46,17 @@ export interface Process {
   stop(): Promise<number | null>;
 }
 
-/** Starts `svc <args>` (info logs) and waits until stdout shows `ready`. */
+/** Starts `svc <args>` (info logs; `env` added to this process's) and waits until stdout shows `ready`. */
 export async function startSvc(
   args: readonly string[],
   ready: RegExp,
-  options: { prefix?: readonly string[] } = {},
+  options: { prefix?: readonly string[]; env?: NodeJS.ProcessEnv } = {},
 ): Promise<Process> {
   // `prefix` runs the command through another, e.g. `ip netns exec <ns>` (which execs, keeping the pid).
   const [command, ...argv] = [...(options.prefix ?? []), NODE, SVC, ...args] as [string, ...string[]];
   const child = spawn(command, argv, {
     cwd: ROOT,
-    env: { ...process.env, SVC_DATA_DIR: '', SVC_LOG_LEVEL: 'info' },
+    env: { ...process.env, SVC_DATA_DIR: '', SVC_LOG_LEVEL: 'info', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

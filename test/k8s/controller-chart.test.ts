@@ -13,6 +13,7 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { MEDIA_TYPE } from '../../lib/api-client.ts';
+import { parsePublicFrontendConfig } from '../../sidecar/tunnel/public-frontend-config.ts';
 import { locateHelm } from './binaries.ts';
 import {
   CHART,
@@ -570,7 +571,8 @@ describe('rendered public frontend', () => {
 
   it('writes the config file the frontend reads: frontend, oauth, tunnel limits, controller, replicas', async () => {
     const { file, dir } = await runConfigInit(objs);
-    expect(parseYaml(await readFile(file, 'utf8'))).toEqual({
+    const written = parseYaml(await readFile(file, 'utf8')) as { controller: Record<string, unknown> };
+    expect(written).toEqual({
       // With oauth, listen address and public URL come from the oauth section: logins to tunnelled
       // shares return to the public frontend's own host, not to the auth endpoint of in-cluster shares.
       frontend: { metrics_listen: '0.0.0.0:9090' },
@@ -584,6 +586,26 @@ describe('rendered public frontend', () => {
     });
     expect((await stat(file)).mode & 0o777).toBe(0o440);
     expect((await stat(join(dir, 'frontend'))).isDirectory()).toBe(true);
+
+    // The product's own parser accepts the file, as `svc public-frontend` in the pod reads it: the
+    // credential where the Secret is mounted, the pod's identity from the downward-API variables.
+    const credentialFile = join(dir, 'credential');
+    await writeFile(credentialFile, `${'c'.repeat(48)}\n`, { mode: 0o600 });
+    const env = { SVC_POD_NAMESPACE: RELEASE_NS, SVC_POD_NAME: 'svc-public-frontend-7d9f-x', SVC_POD_IP: '10.1.2.3' };
+    const config = parsePublicFrontendConfig(
+      { ...written, controller: { ...written.controller, credential_file: credentialFile } },
+      file,
+      env,
+    );
+    expect(config.replicas).toEqual({
+      namespace: RELEASE_NS,
+      podName: 'svc-public-frontend-7d9f-x',
+      podIp: '10.1.2.3',
+      peerListen: { host: '0.0.0.0', port: 8444 },
+      leaseDurationMs: 15_000,
+    });
+    expect(config.oauth?.endpointUrl.href).toBe('https://share.example.com/');
+    expect(config.controller.url.origin).toBe(`http://svc-controller.${RELEASE_NS}.svc`);
   });
 
   it('refuses frontend.existingSecret alone: the public frontend needs an oauth section of its own', async () => {

@@ -23,8 +23,9 @@ import { TUNNEL_PATH, tunnelUrl } from '../../lib/tunnel/protocol.ts';
 import { LogCapture } from '../support/frontend.ts';
 import { request, type Reply } from '../support/raw-http.ts';
 import { startTunnelBackend, type TunnelTestBackend } from '../support/tunnel-backend.ts';
+import { until } from '../support/until.ts';
 import { startControlPlane, type ControlPlane } from './envtest.ts';
-import { rawRequest } from './raw.ts';
+import { leasesOnlyUser, tunnelLeases } from './tunnel-leases.ts';
 import { startReplicaFrontend, type ReplicaOptions, type RunningReplica } from './replica-frontend.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -46,34 +47,11 @@ let options: Omit<ReplicaOptions, 'podName'>;
 const tunnels: RunningTunnel[] = [];
 
 const host = (token: string, port: number) => `${token}.${DOMAIN}:${port}`;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-async function until<T>(check: () => Promise<T | undefined> | T | undefined, what: string, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
-async function leases(): Promise<Lease[]> {
-  const list = (await rawRequest(
-    cp.kubeConfig,
-    `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases?labelSelector=svc.dev%2Ftunnel-env%3D${ENV}`,
-  )) as { items: Lease[] };
-  return list.items;
-}
+const leases = (): Promise<Lease[]> => tunnelLeases(cp, NAMESPACE, ENV);
 
 /** A request to B that must be answered within 5 s: an offline share must never hang. */
-async function toB(path: string, extra: Parameters<typeof request>[2] = {}): Promise<Reply> {
-  return await Promise.race([
-    request(b.port, path, { host: host('pub1', b.port), ...extra }),
-    sleep(5_000).then(() => {
-      throw new Error(`replica B did not answer ${path} within 5 s`);
-    }),
-  ]);
-}
+const toB = (path: string, extra: Parameters<typeof request>[2] = {}): Promise<Reply> =>
+  request(b.port, path, { host: host('pub1', b.port), timeoutMs: 5_000, ...extra });
 
 function connectAgent(): RunningTunnel {
   const shares = new Map([
@@ -107,30 +85,8 @@ async function startReplicaA(): Promise<typeof a> {
 
 beforeAll(async () => {
   cp = await startControlPlane();
-  await rawRequest(cp.kubeConfig, '/api/v1/namespaces', { method: 'POST', body: { metadata: { name: NAMESPACE } } });
   // Exactly the Role docs/design.md names for the frontend: Leases in its own namespace, nothing else.
-  await rawRequest(cp.kubeConfig, `/apis/rbac.authorization.k8s.io/v1/namespaces/${NAMESPACE}/roles`, {
-    method: 'POST',
-    body: {
-      metadata: { name: 'svc-frontend-leases' },
-      rules: [
-        {
-          apiGroups: ['coordination.k8s.io'],
-          resources: ['leases'],
-          verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-        },
-      ],
-    },
-  });
-  await rawRequest(cp.kubeConfig, `/apis/rbac.authorization.k8s.io/v1/namespaces/${NAMESPACE}/rolebindings`, {
-    method: 'POST',
-    body: {
-      metadata: { name: 'svc-frontend-leases' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'svc-frontend-leases' },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'svc-frontend' }],
-    },
-  });
-  const frontendUser = await cp.userKubeConfig('svc-frontend');
+  const frontendUser = await leasesOnlyUser(cp, NAMESPACE, 'svc-frontend');
 
   dataDir = await mkdtemp(join(tmpdir(), 'svc-replicas-'));
   const store = new ControllerFileStore(dataDir);
@@ -299,13 +255,7 @@ describe("B's own Leases", () => {
       },
       close: () => undefined,
     };
-    const ownLeases = async () =>
-      (
-        (await rawRequest(
-          cp.kubeConfig,
-          `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases?labelSelector=svc.dev%2Ftunnel-env%3D${env}`,
-        )) as { items: Lease[] }
-      ).items;
+    const ownLeases = () => tunnelLeases(cp, NAMESPACE, env);
     for (let i = 0; i < 20; i++) {
       expect(b.locator.attach(env, held)).toBe(true);
       b.locator.detach(env, held);
@@ -350,11 +300,15 @@ describe('failures', () => {
     expect(left?.spec?.holderIdentity).toBe('a');
     const expiresAt = Date.parse(left?.spec?.renewTime ?? '') + LEASE_MS;
 
-    const statuses: number[] = [];
+    // A request not answered within toB's bound is recorded (not retried), and fails the test.
+    const statuses: (number | string)[] = [];
     const offline = await until(async () => {
-      const r = await toB('/echo');
-      statuses.push(r.status);
-      return r.status === 503 ? r : undefined;
+      const r = await toB('/echo').catch((err: Error) => {
+        statuses.push(err.message);
+        return undefined;
+      });
+      if (r) statuses.push(r.status);
+      return r?.status === 503 ? r : undefined;
     }, 'B to answer offline after the Lease expired');
     expect(Date.now()).toBeGreaterThanOrEqual(expiresAt - 100);
     expect(offline.body).toContain('Share offline');

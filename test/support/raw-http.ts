@@ -10,12 +10,13 @@ export interface Reply {
 /**
  * One raw HTTP request to 127.0.0.1:port: the path is sent exactly as given (no normalisation of
  * `..` or percent-escapes, unlike fetch), and the Host header can name a `*.localhost` share host,
- * which Node's resolver does not resolve here.
+ * which Node's resolver does not resolve here. With `timeoutMs`, a reply not complete by then fails
+ * the request (for "answers, never hangs" checks).
  */
 export function request(
   port: number,
   path: string,
-  options: { method?: string; host?: string; headers?: Record<string, string>; body?: string } = {},
+  options: { method?: string; host?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {},
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -37,6 +38,13 @@ export function request(
       },
     );
     req.on('error', reject);
+    if (options.timeoutMs !== undefined) {
+      const timer = setTimeout(
+        () => req.destroy(new Error(`no complete answer to ${path} within ${options.timeoutMs} ms`)),
+        options.timeoutMs,
+      );
+      req.on('close', () => clearTimeout(timer));
+    }
     req.end(options.body);
   });
 }

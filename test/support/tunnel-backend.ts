@@ -1,5 +1,7 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { WebSocketServer } from 'ws';
 
 export interface BackendRecord {
@@ -84,6 +86,27 @@ export async function startTunnelBackend(host = '127.0.0.1', port = 0): Promise<
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * The same backend in a process of its own, for tests whose every piece is a process; `wrap` runs it
+ * through another command (a network namespace: `(argv) => lab.exec('laptop', argv)`). Resolves
+ * with its port.
+ */
+export async function spawnTunnelBackend(
+  wrap: (argv: string[]) => string[] = (argv) => argv,
+): Promise<{ child: ChildProcess; port: number }> {
+  const node = join(import.meta.dirname, '../../node_modules/.bin/node');
+  const [command, ...argv] = wrap([node, import.meta.filename, '127.0.0.1', '0']) as [string, ...string[]];
+  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.on('data', (c: Buffer) => {
+      const m = /listening (\d+)/.exec(c.toString());
+      if (m) resolve(Number(m[1]));
+    });
+    child.on('exit', (code) => reject(new Error(`the tunnel backend exited (${code}) before listening`)));
+  });
+  return { child, port };
 }
 
 if (process.argv[1] && import.meta.filename === process.argv[1]) {

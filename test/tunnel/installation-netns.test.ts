@@ -1,14 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { NODE, api, startSvc, svcCli, tempDir, writeYaml, type Process } from '../controller/harness.ts';
-import { ROOT } from '../serve/harness.ts';
+import { api, startSvc, svcCli, tempDir, writeYaml, type Process } from '../controller/harness.ts';
 import { devLogin, launchBrowser } from '../support/browser.ts';
 import { createLab, type NetnsLab } from '../support/netns.ts';
 import { request } from '../support/raw-http.ts';
+import { spawnTunnelBackend } from '../support/tunnel-backend.ts';
+import { until } from '../support/until.ts';
 
 /**
  * The user story of the tunnel, all real processes and real network separation. The installation
@@ -35,15 +36,6 @@ const inNs = (machine: string) => lab.exec(machine, []);
 const host = (token: string) => `${token}.svc.localhost:${frontendPort}`;
 const cli = (machine: 'laptop' | 'second', args: string[]) =>
   svcCli([...args, '--data-dir', dirs[machine]], { prefix: inNs(machine) });
-const until = async <T>(probe: () => Promise<T | undefined>, what: string, ms = 20_000): Promise<T> => {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-};
 const served = (token: string, path = '/echo') =>
   until(async () => {
     const reply = await request(frontendPort, path, { host: host(token) });
@@ -91,15 +83,7 @@ beforeAll(async () => {
     await svcCli(['admin', 'create', 'account', 'me@example.com', '--data-dir', dirs.installation])
   ).stdout.trim();
 
-  const [command, ...argv] = lab.exec('laptop', [NODE, join(ROOT, 'test/support/tunnel-backend.ts'), '127.0.0.1', '0']);
-  backend = spawn(command as string, argv);
-  backendPort = await new Promise<number>((resolve, reject) => {
-    backend.stdout?.on('data', (c: Buffer) => {
-      const m = /listening (\d+)/.exec(c.toString());
-      if (m) resolve(Number(m[1]));
-    });
-    backend.on('exit', (code) => reject(new Error(`backend exited ${code}`)));
-  });
+  ({ child: backend, port: backendPort } = await spawnTunnelBackend((argv) => lab.exec('laptop', argv)));
   laptop = await startServeIn('laptop');
   second = await startServeIn('second');
   for (const machine of ['laptop', 'second'] as const) {

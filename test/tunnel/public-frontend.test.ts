@@ -1,12 +1,20 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MEDIA_TYPE } from '../../lib/api-client.ts';
 import { OpenApi } from '../../controller/openapi.ts';
-import { NODE, startSvc, svcCli, tempDir, writeYaml, type Process } from '../controller/harness.ts';
-import { ROOT } from '../serve/harness.ts';
+import { svcCli, tempDir, writeYaml, type Process } from '../controller/harness.ts';
+import {
+  cliShare,
+  cliUnshare,
+  startControllerProcess,
+  startEnabledAgent,
+  startPublicFrontendProcess,
+} from '../support/installation.ts';
 import { request } from '../support/raw-http.ts';
+import { spawnTunnelBackend } from '../support/tunnel-backend.ts';
+import { until } from '../support/until.ts';
 
 /**
  * The installation split as on Kubernetes, all real processes on loopback: `svc controller` with a
@@ -28,20 +36,10 @@ let frontendPort: number;
 let laptop: Process;
 let backend: ChildProcess;
 let backendPort: number;
-let account: string;
 const dirs = { controller: '', laptop: '' };
 
 const apiBase = () => `http://127.0.0.1:${controllerPort}`;
 const host = (token: string) => `${token}.${DOMAIN}:${frontendPort}`;
-const until = async <T>(probe: () => Promise<T | undefined>, what: string, ms = 20_000): Promise<T> => {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 150));
-  }
-};
 const visit = (token: string) => request(frontendPort, '/echo', { host: host(token) });
 const answered = (token: string, status: number) =>
   until(async () => {
@@ -51,18 +49,14 @@ const answered = (token: string, status: number) =>
 const readyz = async () => (await request(frontendPort, '/readyz', { host: `127.0.0.1:${frontendPort}` })).status;
 
 async function startController(listen: string): Promise<void> {
-  controller = await startSvc(
-    ['controller', '--config', controllerConfig, '--data-dir', dirs.controller, '--listen', listen],
-    /svc controller is ready/,
-  );
-  controllerPort = Number((await controller.waitFor(/api: +http:\/\/127\.0\.0\.1:(\d+)\/api\/v1/))[1]);
+  ({ process: controller, port: controllerPort } = await startControllerProcess(
+    controllerConfig,
+    dirs.controller,
+    listen,
+  ));
 }
 
-async function share(args: string[]): Promise<{ token: string; frontendEndpoints: string[] }> {
-  const result = await svcCli(['share', ...args, '--json', '--data-dir', dirs.laptop]);
-  expect(result.code, result.stderr).toBe(0);
-  return JSON.parse(result.stdout) as { token: string; frontendEndpoints: string[] };
-}
+const share = (args: string[]) => cliShare(dirs.laptop, args);
 
 function frontendApi(path: string, init: { token?: string; body?: unknown } = {}): Promise<Response> {
   return fetch(`${apiBase()}/api/v1/frontend${path}`, {
@@ -98,8 +92,7 @@ beforeAll(async () => {
     `  url: ${apiBase()}`,
     `  credential_file: ${credentialFile}`,
   ]);
-  publicFrontend = await startSvc(['public-frontend', '--config', frontendConfig], /svc public-frontend is listening/);
-  frontendPort = Number((await publicFrontend.waitFor(/frontend: {2}listening on port (\d+)/))[1]);
+  ({ process: publicFrontend, port: frontendPort } = await startPublicFrontendProcess(frontendConfig));
 
   controllerConfig = writeYaml(join(base, 'controller.yaml'), [
     'controller:',
@@ -110,18 +103,7 @@ beforeAll(async () => {
     '  credential_file: credential',
   ]);
 
-  const [command, ...argv] = [NODE, join(ROOT, 'test/support/tunnel-backend.ts'), '127.0.0.1', '0'] as [
-    string,
-    ...string[],
-  ];
-  backend = spawn(command, argv);
-  backendPort = await new Promise<number>((resolve, reject) => {
-    backend.stdout?.on('data', (c: Buffer) => {
-      const m = /listening (\d+)/.exec(c.toString());
-      if (m) resolve(Number(m[1]));
-    });
-    backend.on('exit', (code) => reject(new Error(`backend exited ${code}`)));
-  });
+  ({ child: backend, port: backendPort } = await spawnTunnelBackend());
 }, 120_000);
 
 afterAll(async () => {
@@ -142,13 +124,7 @@ describe('svc public-frontend with svc controller (public_frontend)', () => {
   });
 
   it('a public share of an agent enabled against the controller is served through the public frontend', async () => {
-    account = (
-      await svcCli(['admin', 'create', 'account', 'me@example.com', '--data-dir', dirs.controller])
-    ).stdout.trim();
-    laptop = await startSvc(['serve', '--data-dir', dirs.laptop, '--listen', '127.0.0.1:0'], /svc serve is ready/);
-    const enabled = await svcCli(['enable', account, '--api-endpoint', apiBase(), '--data-dir', dirs.laptop]);
-    expect(enabled.code, enabled.stderr).toBe(0);
-    await laptop.waitFor(/tunnel: connected to the installation/);
+    ({ agent: laptop } = await startEnabledAgent(dirs.controller, dirs.laptop, apiBase()));
 
     const entry = await share(['public', `http://127.0.0.1:${backendPort}`]);
     expect(entry.frontendEndpoints).toEqual([`http://${entry.token}.${DOMAIN}:${frontendPort}`]);
@@ -157,8 +133,7 @@ describe('svc public-frontend with svc controller (public_frontend)', () => {
     expect(seen.headers.host).toBe(`127.0.0.1:${backendPort}`);
     expect(seen.headers['x-forwarded-host']).toBe(host(entry.token));
 
-    const unshared = await svcCli(['unshare', entry.token, '--data-dir', dirs.laptop]);
-    expect(unshared.code, unshared.stderr).toBe(0);
+    await cliUnshare(dirs.laptop, entry.token);
     const gone = await answered(entry.token, 404);
     expect(gone.body).toContain('Share not found');
   });
@@ -175,7 +150,7 @@ describe('svc public-frontend with svc controller (public_frontend)', () => {
     await publicFrontend.waitFor(/controller reachable again; resynced/);
     const later = await share(['public', `http://127.0.0.1:${backendPort}`]);
     await answered(later.token, 200);
-    expect((await svcCli(['unshare', kept.token, '--data-dir', dirs.laptop])).code).toBe(0);
+    await cliUnshare(dirs.laptop, kept.token);
     await answered(kept.token, 404);
   });
 
