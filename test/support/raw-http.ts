@@ -8,19 +8,19 @@ export interface Reply {
 }
 
 /**
- * One raw HTTP request to 127.0.0.1:port: the path is sent exactly as given (no normalisation of
+ * One raw HTTP request to 127.0.0.1:port (or `address`:port): the path is sent exactly as given (no normalisation of
  * `..` or percent-escapes, unlike fetch), and the Host header can name a `*.localhost` share host,
  * which Node's resolver does not resolve here.
  */
 export function request(
   port: number,
   path: string,
-  options: { method?: string; host?: string; headers?: Record<string, string>; body?: string } = {},
+  options: { method?: string; host?: string; headers?: Record<string, string>; body?: string; address?: string } = {},
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
-        host: '127.0.0.1',
+        host: options.address ?? '127.0.0.1',
         port,
         path,
         method: options.method ?? 'GET',
