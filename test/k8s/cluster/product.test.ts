@@ -515,11 +515,18 @@ describe('svc on a real one-node cluster', () => {
     const nodeIp = cluster.node.nodeIp;
     const controllerService = await get(`/api/v1/namespaces/${RELEASE_NS}/services/${RELEASE}-controller`);
     const apiPort = (controllerService.spec as { ports: { nodePort: number }[] }).ports[0]!.nodePort;
-    const account = await run(
-      NODE,
-      [SVC, 'admin', 'create', 'account', 'laptop@example.com', '--store', 'kubernetes', '--namespace', RELEASE_NS],
-      { KUBECONFIG: cluster.kubeconfigPath },
-    );
+    // As NOTES.txt says: in the controller pod, with its own ServiceAccount (Secrets in its namespace).
+    const [controllerPod] = await readyPods(kc(), RELEASE_NS, selector('controller'));
+    const account = await execIn(kc(), RELEASE_NS, controllerPod!.metadata.name, 'controller', [
+      'node',
+      '/app/bin/svc.js',
+      'admin',
+      'create',
+      'account',
+      'laptop@example.com',
+      '--store',
+      'kubernetes',
+    ]);
     expect(account.code, account.stderr).toBe(0);
 
     tunnelBackend = await startTunnelBackend();
