@@ -711,6 +711,29 @@ describe('rendered public frontend', () => {
     ).not.toBe(before);
   });
 
+  it('gives the Service a fixed node port when asked (endpointUrl can then name it), none for ClusterIP', async () => {
+    const httpPort = (rendered: Obj[]) =>
+      (
+        find(rendered, 'Service', 'svc-public-frontend') as Obj & {
+          spec: { type: string; ports: { name: string; nodePort?: number }[] };
+        }
+      ).spec;
+    const nodePort = httpPort(
+      await template(
+        ...base(),
+        ...publicFrontend,
+        '--set',
+        'publicFrontend.service.type=NodePort,publicFrontend.service.nodePort=31080',
+      ),
+    );
+    expect(nodePort.type).toBe('NodePort');
+    expect(nodePort.ports.find((p) => p.name === 'http')?.nodePort).toBe(31080);
+    const clusterIp = httpPort(
+      await template(...base(), ...publicFrontend, '--set', 'publicFrontend.service.nodePort=31080'),
+    );
+    expect(clusterIp.ports.map((p) => p.nodePort)).toEqual([undefined, undefined]);
+  });
+
   it('leaves out the credential Secret for an existing one, and the PDB and Ingress when disabled', async () => {
     const rendered = await template(
       ...base(),

@@ -8,7 +8,7 @@ export interface Reply {
 }
 
 /**
- * One raw HTTP request to 127.0.0.1:port: the path is sent exactly as given (no normalisation of
+ * One raw HTTP request to 127.0.0.1:port (or `address`:port): the path is sent exactly as given (no normalisation of
  * `..` or percent-escapes, unlike fetch), and the Host header can name a `*.localhost` share host,
  * which Node's resolver does not resolve here. With `timeoutMs`, a reply not complete by then fails
  * the request (for "answers, never hangs" checks).
@@ -16,12 +16,19 @@ export interface Reply {
 export function request(
   port: number,
   path: string,
-  options: { method?: string; host?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {},
+  options: {
+    method?: string;
+    host?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    timeoutMs?: number;
+    address?: string;
+  } = {},
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
-        host: '127.0.0.1',
+        host: options.address ?? '127.0.0.1',
         port,
         path,
         method: options.method ?? 'GET',

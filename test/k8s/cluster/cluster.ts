@@ -45,10 +45,31 @@ export interface Cluster {
   importImages(archives: string[]): Promise<void>;
   /** Images containerd holds in `k8s.io`, with their sizes (`ctr images ls`). */
   images(): Promise<string>;
+  /**
+   * What service accounts asked of the API server (its audit log, level Metadata): which calls the
+   * pods' real RBAC identities made, and how the API server answered.
+   */
+  auditEvents(): Promise<AuditEvent[]>;
   /** The last lines of a component's log (`kubelet`, `containerd`, ...). */
   logTail(component: string, lines?: number): string;
   stop(): Promise<void>;
 }
+
+/** One entry of the API server's audit log (audit.k8s.io/v1 Event, the fields the tests read). */
+export interface AuditEvent {
+  verb: string;
+  user: { username: string; extra?: Record<string, string[]> };
+  objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string };
+  responseStatus?: { code?: number };
+}
+
+/** Service accounts' calls at level Metadata (who, verb, object, answer; no bodies); nothing else. */
+const AUDIT_POLICY = {
+  apiVersion: 'audit.k8s.io/v1',
+  kind: 'Policy',
+  omitStages: ['RequestReceived'],
+  rules: [{ level: 'Metadata', userGroups: ['system:serviceaccounts'] }, { level: 'None' }],
+};
 
 interface Certs {
   ca: CertFiles;
@@ -294,6 +315,8 @@ export async function startKubeCluster(): Promise<Cluster> {
       '--name=default',
       '--log-level=warn',
     ]);
+    const auditLog = join(dir, 'audit.log');
+    await writeFile(join(dir, 'audit-policy.yaml'), toYaml(AUDIT_POLICY));
     const apiserver = start('kube-apiserver', binaries.kubeApiserver, [
       `--advertise-address=${ns.nodeIp}`,
       '--bind-address=0.0.0.0',
@@ -314,6 +337,8 @@ export async function startKubeCluster(): Promise<Cluster> {
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       `--service-cluster-ip-range=${SERVICE_CIDR}`,
       '--allow-privileged=true',
+      `--audit-policy-file=${join(dir, 'audit-policy.yaml')}`,
+      `--audit-log-path=${auditLog}`,
       '--v=0',
     ]);
     await waitFor('kube-apiserver /readyz', [etcd, apiserver], () => httpsOk(`${server}/readyz`, kubeConfig));
@@ -462,6 +487,13 @@ export async function startKubeCluster(): Promise<Cluster> {
         for (const a of archives) await ctr('-n', 'k8s.io', 'images', 'import', a);
       },
       images: () => ctr('-n', 'k8s.io', 'images', 'ls'),
+      async auditEvents() {
+        const text = await readFile(auditLog, 'utf8').catch(() => '');
+        return text
+          .split('\n')
+          .filter((line) => line.trim() !== '')
+          .map((line) => JSON.parse(line) as AuditEvent);
+      },
       logTail: (component, lines = 40) => procs.get(component)?.tail(lines) ?? '',
       stop,
     };

@@ -18,13 +18,22 @@ export interface Pod {
     deletionTimestamp?: string;
   };
   spec: {
-    containers: { name: string; securityContext?: Record<string, unknown> }[];
+    containers: {
+      name: string;
+      securityContext?: Record<string, unknown>;
+      readinessProbe?: { httpGet?: { path?: string; port?: number | string } };
+    }[];
     securityContext?: Record<string, unknown>;
   };
   status?: {
     phase?: string;
     conditions?: { type: string; status: string }[];
+    podIP?: string;
     containerStatuses?: { name: string; ready: boolean; restartCount: number; state?: Record<string, unknown> }[];
+    initContainerStatuses?: {
+      name: string;
+      state?: { terminated?: { exitCode: number; reason?: string } };
+    }[];
   };
 }
 

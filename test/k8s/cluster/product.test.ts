@@ -9,7 +9,7 @@
  * and auth hosts to them); the development OIDC provider listens on the node's host-side address,
  * where both the browser and the share pods reach it.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,9 +20,13 @@ import { devLogin, launchBrowser } from '../../support/browser.ts';
 import { locateHelm } from '../binaries.ts';
 import { CHART, RELEASE, RELEASE_NS, helmRunner, run, type HelmRunner, type Obj } from '../helm-runner.ts';
 import { ApiError, rawRequest, serverSideApply } from '../raw.ts';
-import { startKubeCluster, type Cluster } from './cluster.ts';
+import { svcCli, type Process } from '../../controller/harness.ts';
+import { request } from '../../support/raw-http.ts';
+import { startTunnelBackend, type TunnelTestBackend } from '../../support/tunnel-backend.ts';
+import { startKubeCluster, type AuditEvent, type Cluster } from './cluster.ts';
 import { buildImages, SVC_IMAGE, type BuiltImages } from './images.ts';
 import { describePods, execIn, forwardPort, listPods, podLog, readyPods, until, type Forward } from './kube.ts';
+import { configShape, proxiedCount, startOutsideAgent } from './public-frontend.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const NODE = join(ROOT, 'node_modules', '.bin', 'node');
@@ -32,6 +36,11 @@ const TEAM = 'team-a';
 const BACKENDS = 'backends';
 const ENV_NS = 'env-a';
 const IMAGE = `${SVC_IMAGE.repository}:${SVC_IMAGE.tag}`;
+/** The public frontend's Service as the host reaches it: a fixed NodePort on the node's address. */
+const PF_NODE_PORT = 31080;
+/** Its endpoint host (agents' tunnels, OAuth callbacks); under the cookie domain, as OAuth requires. */
+const PF_HOST = `pf.${DOMAIN}`;
+const PF_ENDPOINT = `http://${PF_HOST}:${PF_NODE_PORT}`;
 
 /** An HTTP server echoing the request (path, headers) as JSON: the share backends' pod. */
 const ECHO_SERVER = `require('node:http').createServer((req, res) => {
@@ -47,6 +56,8 @@ let runner: HelmRunner;
 let authForward: Forward;
 let shareForward: Forward;
 let publicPort = 0;
+let outsideAgent: Process | undefined;
+let tunnelBackend: TunnelTestBackend | undefined;
 
 const kc = () => cluster.kubeConfig;
 const selector = (component: string): string =>
@@ -67,6 +78,20 @@ async function apply(obj: Record<string, unknown>): Promise<void> {
   await serverSideApply(kc(), obj, { fieldManager: 'svc-e2e' });
 }
 const helm = (...args: string[]) => runner.helm('--kubeconfig', cluster.kubeconfigPath, ...args);
+/** `helm upgrade --reuse-values --wait` with each `key=value` given as a `--set`. */
+const helmUpgrade = (...values: string[]) =>
+  helm(
+    'upgrade',
+    RELEASE,
+    CHART,
+    '-n',
+    RELEASE_NS,
+    '--reuse-values',
+    ...values.flatMap((v) => ['--set', v]),
+    '--wait',
+    '--timeout',
+    '5m',
+  );
 
 /** A hardened pod spec running the svc image with `node -e <script>` (image built by this suite). */
 function nodePod(script: string, port?: number): Record<string, unknown> {
@@ -139,7 +164,7 @@ beforeAll(async () => {
   idp = await startDevIdentityProvider({
     listenAddress: cluster.node.hostIp,
     issuerHost: cluster.node.hostIp,
-    redirectUris: [`http://auth.${DOMAIN}:${publicPort}/dev/auth/callback`],
+    redirectUris: [`http://auth.${DOMAIN}:${publicPort}/dev/auth/callback`, `${PF_ENDPOINT}/dev/auth/callback`],
   });
 
   const identityFile = join(work, 'identity.json');
@@ -181,6 +206,8 @@ beforeAll(async () => {
 }, 1_200_000);
 
 afterAll(async () => {
+  await outsideAgent?.stop();
+  await tunnelBackend?.close();
   await authForward?.close();
   await shareForward?.close();
   await idp?.close();
@@ -437,19 +464,7 @@ describe('svc on a real one-node cluster', () => {
 
   it('helm upgrade with a changed value rolls the pods', async () => {
     const [old] = await readyPods(kc(), RELEASE_NS, selector('auth'));
-    const out = await helm(
-      'upgrade',
-      RELEASE,
-      CHART,
-      '-n',
-      RELEASE_NS,
-      '--reuse-values',
-      '--set',
-      'auth.podAnnotations.svc\\.dev/rolled=yes',
-      '--wait',
-      '--timeout',
-      '5m',
-    );
+    const out = await helmUpgrade('auth.podAnnotations.svc\\.dev/rolled=yes');
     expect(out.code, out.stderr).toBe(0);
     const [rolled] = await readyPods(kc(), RELEASE_NS, selector('auth'));
     expect(rolled!.metadata.uid).not.toBe(old!.metadata.uid);
@@ -458,6 +473,195 @@ describe('svc on a real one-node cluster', () => {
       async () => !(await getOrNone(`/api/v1/namespaces/${RELEASE_NS}/pods/${old!.metadata.name}`)),
     );
   }, 400_000);
+
+  it('helm upgrade with publicFrontend: both replicas Ready through /readyz, non-root, read-only root, config written by the init container', async () => {
+    const out = await helmUpgrade(
+      'publicFrontend.enabled=true',
+      'publicFrontend.replicas=2',
+      `publicFrontend.endpointUrl=${PF_ENDPOINT}`,
+      'publicFrontend.service.type=NodePort',
+      `publicFrontend.service.nodePort=${PF_NODE_PORT}`,
+      'controller.service.type=NodePort',
+    );
+    expect(out.code, out.stderr + (await describePods(kc(), RELEASE_NS))).toBe(0);
+    const pods = await readyPods(kc(), RELEASE_NS, selector('public-frontend'), 2);
+    for (const pod of pods) {
+      const name = pod.metadata.name;
+      expect(pod.spec.containers[0]!.readinessProbe?.httpGet?.path).toBe('/readyz');
+      // Ready means the kubelet's probe saw /readyz 200, which needs the controller pod's registry snapshot.
+      const readyz = await execIn(kc(), RELEASE_NS, name, 'public-frontend', [
+        'node',
+        '-e',
+        "fetch('http://127.0.0.1:8080/readyz').then((r) => console.log(r.status))",
+      ]);
+      expect(readyz.stdout.trim(), `${name} /readyz`).toBe('200');
+      const id = await execIn(kc(), RELEASE_NS, name, 'public-frontend', ['id', '-u']);
+      expect(id.stdout.trim(), `${name} uid`).toBe('1000');
+      const write = await execIn(kc(), RELEASE_NS, name, 'public-frontend', ['touch', '/app/written']);
+      expect(write.stderr, `${name}: writing the root filesystem`).toContain('Read-only file system');
+      const tmp = await execIn(kc(), RELEASE_NS, name, 'public-frontend', ['touch', '/tmp/written']);
+      expect(tmp.code, `${name}: /tmp is writable (emptyDir)`).toBe(0);
+
+      const init = pod.status?.initContainerStatuses?.find((c) => c.name === 'config');
+      expect(init?.state?.terminated?.exitCode, `${name}: init container`).toBe(0);
+      expect(await configShape(kc(), RELEASE_NS, name)).toEqual({
+        mode: '440',
+        keys: ['controller', 'frontend', 'oauth', 'replicas'],
+      });
+    }
+  }, 600_000);
+
+  it('an agent outside the cluster publishes through the public frontend Service: both replicas answer, one through the other; the Lease names the holder; replicas write only Leases', async () => {
+    const nodeIp = cluster.node.nodeIp;
+    const controllerService = await get(`/api/v1/namespaces/${RELEASE_NS}/services/${RELEASE}-controller`);
+    const apiPort = (controllerService.spec as { ports: { nodePort: number }[] }).ports[0]!.nodePort;
+    // As NOTES.txt says: in the controller pod, with its own ServiceAccount (Secrets in its namespace).
+    const [controllerPod] = await readyPods(kc(), RELEASE_NS, selector('controller'));
+    const account = await execIn(kc(), RELEASE_NS, controllerPod!.metadata.name, 'controller', [
+      'node',
+      '/app/bin/svc.js',
+      'admin',
+      'create',
+      'account',
+      'laptop@example.com',
+      '--store',
+      'kubernetes',
+    ]);
+    expect(account.code, account.stderr).toBe(0);
+
+    tunnelBackend = await startTunnelBackend();
+    const laptop = join(work, 'laptop');
+    await mkdir(laptop);
+    outsideAgent = await startOutsideAgent(laptop, nodeIp, [PF_HOST]);
+    const dataDir = ['--data-dir', join(laptop, 'data')];
+    const enabled = await svcCli([
+      'enable',
+      account.stdout.trim(),
+      '--api-endpoint',
+      `http://${nodeIp}:${apiPort}`,
+      ...dataDir,
+    ]);
+    expect(enabled.code, enabled.stderr).toBe(0);
+    const envZId = enabled.stdout.trim();
+    await outsideAgent.waitFor(/tunnel: connected to the installation/, 60_000);
+
+    const shared = await svcCli(['share', 'public', tunnelBackend.url, '--json', ...dataDir]);
+    expect(shared.code, shared.stderr).toBe(0);
+    const entry = JSON.parse(shared.stdout) as { token: string; frontendEndpoints: string[] };
+    const shareHost = `${entry.token}.${DOMAIN}:${PF_NODE_PORT}`;
+    expect(entry.frontendEndpoints).toEqual([`http://${shareHost}`]);
+    const visit = () => request(PF_NODE_PORT, '/echo', { address: nodeIp, host: shareHost });
+    await until('the share to be served through the NodePort', async () => (await visit()).status === 200);
+
+    const leases = async () =>
+      (
+        (await get(
+          `/apis/coordination.k8s.io/v1/namespaces/${RELEASE_NS}/leases?labelSelector=${encodeURIComponent(`svc.dev/tunnel-env=${envZId}`)}`,
+        )) as unknown as { items: Obj[] }
+      ).items;
+    const [lease, ...more] = await leases();
+    expect(more).toEqual([]);
+    const pods = await readyPods(kc(), RELEASE_NS, selector('public-frontend'), 2);
+    const holderName = (lease!.spec as { holderIdentity: string }).holderIdentity;
+    const holder = pods.find((p) => p.metadata.name === holderName);
+    const other = pods.find((p) => p.metadata.name !== holderName)!;
+    expect(holder, `holder ${holderName} among ${pods.map((p) => p.metadata.name).join(', ')}`).toBeDefined();
+    expect(lease!.metadata!.name).toBe(`svc-tunnel-${envZId}-${holderName}`);
+    expect(lease!.metadata!.annotations?.['svc.dev/tunnel-peer']).toBe(`${holder!.status?.podIP}:8444`);
+    expect(await podLog(kc(), RELEASE_NS, holderName, 'public-frontend')).toContain('tunnel: agent connected');
+    expect(await podLog(kc(), RELEASE_NS, other.metadata.name, 'public-frontend')).not.toContain(
+      'tunnel: agent connected',
+    );
+
+    // Each visit is a new connection, which kube-proxy sends to either replica. The one without the
+    // tunnel can only answer 200 by forwarding to the holder's peer port.
+    const statuses: number[] = [];
+    const counts = await until('both replicas to have served the share', async () => {
+      for (let i = 0; i < 8; i++) statuses.push((await visit()).status);
+      const proxied = await Promise.all(pods.map((p) => proxiedCount(kc(), RELEASE_NS, p.metadata.name)));
+      return proxied.every((n) => n > 0) ? proxied : undefined;
+    });
+    console.info(`[cluster] public frontend: ${statuses.length} visits, proxied per replica ${counts.join(' / ')}`);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    const seen = tunnelBackend.seen.at(-1)!;
+    expect(seen.headers['x-forwarded-host']).toBe(shareHost);
+
+    // The replicas' own identities (RBAC as installed): each wrote nothing but Leases, and nothing was refused.
+    const sa = `system:serviceaccount:${RELEASE_NS}:${RELEASE}-public-frontend`;
+    const events = (await cluster.auditEvents()).filter((e) => e.user.username === sa);
+    const podOf = (e: AuditEvent) => e.user.extra?.['authentication.kubernetes.io/pod-name']?.[0];
+    const writes = events.filter((e) => ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb));
+    expect([...new Set(writes.map((e) => `${e.objectRef?.apiGroup}/${e.objectRef?.resource}`))]).toEqual([
+      'coordination.k8s.io/leases',
+    ]);
+    expect(writes.some((e) => e.verb === 'create' && podOf(e) === holderName)).toBe(true);
+    for (const pod of pods)
+      expect(
+        events.some((e) => podOf(e) === pod.metadata.name),
+        pod.metadata.name,
+      ).toBe(true);
+    expect(
+      events.filter((e) => e.responseStatus?.code === 403).map((e) => `${e.verb} ${e.objectRef?.resource}`),
+    ).toEqual([]);
+  }, 400_000);
+
+  it('an OAuth share of the outside agent: Chromium logs in through the public frontend, whose own host takes the callback', async () => {
+    const nodeIp = cluster.node.nodeIp;
+    const dataDir = ['--data-dir', join(work, 'laptop', 'data')];
+    const shared = await svcCli([
+      'share',
+      'public',
+      '--oauth-provider',
+      'dev',
+      '--oauth-email-address-pattern',
+      '*@example.com',
+      tunnelBackend!.url,
+      '--json',
+      ...dataDir,
+    ]);
+    expect(shared.code, shared.stderr).toBe(0);
+    const { token } = JSON.parse(shared.stdout) as { token: string };
+    const shareUrl = `http://${token}.${DOMAIN}:${PF_NODE_PORT}/echo?via=public-frontend`;
+    const browser = await launchBrowser([
+      `--host-resolver-rules=MAP ${PF_HOST} ${nodeIp}, MAP ${token}.${DOMAIN} ${nodeIp}`,
+    ]);
+    try {
+      const page = await browser.context.newPage();
+      const visited: string[] = [];
+      page.on('request', (r) => visited.push(r.url()));
+      await until('the OAuth share to send the login redirect', async () => {
+        await page.goto(shareUrl);
+        return page.url().includes(idp.issuer.host);
+      });
+      await devLogin(page, 'Bob@Example.com');
+      await page.waitForURL(shareUrl);
+      expect(visited.some((u) => u.startsWith(`${PF_ENDPOINT}/dev/auth/callback?`))).toBe(true);
+      const seen = JSON.parse((await page.textContent('body')) ?? '{}') as {
+        url: string;
+        headers: Record<string, string>;
+      };
+      expect(seen.url).toBe('/echo?via=public-frontend');
+      expect(seen.headers['svc-auth-provider']).toBe('dev');
+      expect(seen.headers['svc-auth-email']?.toLowerCase()).toBe('bob@example.com');
+      expect(seen.headers.cookie ?? '').not.toContain('svc-auth-session');
+    } finally {
+      await browser.close();
+    }
+
+    // The agent stops: its replica deletes the Lease at once (no waiting for it to expire).
+    await outsideAgent!.stop();
+    outsideAgent = undefined;
+    await until(
+      'the tunnel Lease to go',
+      async () => {
+        const list = (await get(
+          `/apis/coordination.k8s.io/v1/namespaces/${RELEASE_NS}/leases?labelSelector=${encodeURIComponent('app.kubernetes.io/managed-by=svc-frontend')}`,
+        )) as unknown as { items: Obj[] };
+        return list.items.length === 0;
+      },
+      30_000,
+    );
+  }, 300_000);
 
   it('helm uninstall leaves no svc object of the release behind, only the CRDs', async () => {
     const out = await helm('uninstall', RELEASE, '-n', RELEASE_NS, '--wait', '--timeout', '5m');
@@ -487,6 +691,10 @@ describe('svc on a real one-node cluster', () => {
       `[cluster] Secrets left in ${RELEASE_NS} after uninstall: ${secrets.items.map((s) => s.metadata?.name).join(', ')}`,
     );
     expect(await getOrNone(`/apis/coordination.k8s.io/v1/namespaces/${RELEASE_NS}/leases/svc-operator`)).toBeDefined();
+    const tunnelLeases = (await get(
+      `/apis/coordination.k8s.io/v1/namespaces/${RELEASE_NS}/leases?labelSelector=${encodeURIComponent('app.kubernetes.io/managed-by=svc-frontend')}`,
+    )) as unknown as { items: Obj[] };
+    expect(tunnelLeases.items.map((l) => l.metadata?.name)).toEqual([]);
     for (const crd of ['shares', 'accesses', 'agentenrollments']) {
       expect(await getOrNone(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}.svc.dev`)).toBeDefined();
     }
