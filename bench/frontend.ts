@@ -19,7 +19,7 @@
  * `--load auto` (default) uses wrk when it is installed: written in C, it takes far less of a small
  * machine's CPU from the servers being measured, and reports latency in µs (autocannon: 1 ms steps).
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -65,11 +65,23 @@ const DOMAIN = 'bench.localhost';
 const BODY_BYTES = 64;
 
 /** Arrival rate of the latency runs (`--rate auto`): half of the frontend OAuth share's saturation rate. */
-type Settings = LoadArgs;
+interface Settings extends LoadArgs {
+  /** Another checkout whose frontend runs beside this one's, same config and load (before/after figures). */
+  readonly baseline: string | undefined;
+  /** Whether to run the fixed-rate latency pass after the saturation runs (`--latency no` halves the run). */
+  readonly latency: boolean;
+}
 
 function settings(): Settings {
-  const { values } = parseArgs({ options: loadOptions({ duration: '10', warmup: '2' }) });
-  return loadArgs(values);
+  const { values } = parseArgs({
+    options: {
+      ...loadOptions({ duration: '10', warmup: '2' }),
+      baseline: { type: 'string' },
+      latency: { type: 'string', default: 'yes' },
+    },
+  });
+  if (values.latency !== 'yes' && values.latency !== 'no') throw new Error('--latency must be yes or no');
+  return { ...loadArgs(values), baseline: values.baseline, latency: values.latency === 'yes' };
 }
 
 async function main(): Promise<number> {
@@ -79,37 +91,58 @@ async function main(): Promise<number> {
   const loadBefore = loadavg();
   try {
     // Servers, each in its own process.
-    const [backend, idp, frontendPort, metricsPort, nginxPort, ...peerPorts] = await Promise.all([
-      startModule<FixedBackend>('backend', join(ROOT, 'bench/lib/fixed-backend.ts'), 'startFixedBackend', {
-        bodyBytes: BODY_BYTES,
-      }),
-      startModule<{ issuer: string; clientId: string; clientSecret: string }>(
-        'dev-idp',
-        join(ROOT, 'sidecar/dev-idp.ts'),
-        'startDevIdentityProvider',
-        {},
-      ),
-      freePort(),
-      freePort(),
-      freePort(),
-      freePort(),
-      freePort(),
-    ]);
+    const [backend, idp, frontendPort, metricsPort, nginxPort, baselinePort, baselineMetricsPort, ...peerPorts] =
+      await Promise.all([
+        startModule<FixedBackend>('backend', join(ROOT, 'bench/lib/fixed-backend.ts'), 'startFixedBackend', {
+          bodyBytes: BODY_BYTES,
+        }),
+        startModule<{ issuer: string; clientId: string; clientSecret: string }>(
+          'dev-idp',
+          join(ROOT, 'sidecar/dev-idp.ts'),
+          'startDevIdentityProvider',
+          {},
+        ),
+        freePort(),
+        freePort(),
+        freePort(),
+        freePort(),
+        freePort(),
+        freePort(),
+        freePort(),
+      ]);
     const backendUrl = new URL(backend.ready.url);
-    const { frontend, startup } = await startFrontendProcess(dir, frontendPort, metricsPort, backendUrl, idp.ready);
+    const { frontend, startup } = await startFrontendProcess({
+      root: ROOT,
+      dir,
+      port: frontendPort,
+      metricsPort,
+      backend: backendUrl,
+      idp: idp.ready,
+    });
     const nginx = await startNginxProxy({ dir: join(dir, 'nginx'), port: nginxPort, upstream: backendUrl });
+    const bare = await startModule<{ url: string }>(
+      'bare proxy',
+      join(ROOT, 'bench/lib/proxy-paths.ts'),
+      'startProxyPath',
+      {
+        path: 'lean',
+        upstream: backendUrl.href,
+      },
+    );
 
-    // A real login through the provider's form gives the session cookie of the OAuth share.
     const shareUrl = (token: string): URL => new URL(`http://${token}.${DOMAIN}:${frontendPort}/`);
-    const jar = new CookieJar();
-    const unauthenticated = await request(shareUrl('login'));
-    if (unauthenticated.status !== 302 || !unauthenticated.headers.location?.startsWith(idp.ready.issuer))
-      throw new Error(`the OAuth share did not redirect to the provider (status ${unauthenticated.status})`);
-    const login = await devInteractionsLogin({ start: shareUrl('login'), jar, login: 'bench@example.com' });
-    const cookie = jar.header(shareUrl('login'));
-    if (login.reply.status !== 200 || !login.reply.body.startsWith(BODY_START) || !cookie)
-      throw new Error(`login did not end on the backend's page (status ${login.reply.status})`);
+    const cookie = await frontendLogin(shareUrl('login'), idp.ready.issuer);
 
+    const baseline = s.baseline
+      ? await startBaseline({
+          root: s.baseline,
+          dir,
+          port: baselinePort,
+          metricsPort: baselineMetricsPort,
+          backend: backendUrl,
+          idp: idp.ready,
+        })
+      : [];
     const frontendPids = (): number[] => [frontend.pid];
     const nginxPids = (): number[] => [nginx.process.pid, nginx.workerPid()].filter((p) => p !== undefined);
     const peers = await startPeers(backendUrl, idp.ready, peerPorts);
@@ -122,7 +155,15 @@ async function main(): Promise<number> {
         proxyPids: nginxPids,
         memoryPids: () => [nginx.workerPid()].filter((p) => p !== undefined),
       },
+      {
+        name: 'bare http.request proxy (no routing, no login)',
+        url: bare.ready.url,
+        headers: {},
+        proxyPids: () => [bare.pid],
+        memoryPids: () => [bare.pid],
+      },
       ...peers,
+      ...baseline,
       {
         name: 'frontend, open share',
         url: `http://127.0.0.1:${frontendPort}/`,
@@ -155,7 +196,7 @@ async function main(): Promise<number> {
     const frontendOAuth = results.find((r) => r.target.name.startsWith('frontend, OAuth'));
     const rate = s.rate ?? Math.max(1, Math.floor((frontendOAuth?.load.requestsPerSecond ?? 2000) / 2));
     const latencies: Latency[] = [];
-    for (const target of targets) {
+    for (const target of s.latency ? targets : []) {
       process.stderr.write(`${target.name}: ${s.durationSeconds}s at ${rate} req/s (fixed rate)\n`);
       latencies.push({ target, result: await fixedRate(s, target, rate) });
     }
@@ -185,14 +226,55 @@ interface Startup {
   readonly readyMs: number;
 }
 
-/** `svc frontend --config <file>` exactly as a sidecar runs it, with one open and one OAuth share. */
+/** A real login through the provider's form: the session cookie of the OAuth share at `share`. */
+async function frontendLogin(share: URL, issuer: string): Promise<string> {
+  const jar = new CookieJar();
+  const unauthenticated = await request(share);
+  if (unauthenticated.status !== 302 || !unauthenticated.headers.location?.startsWith(issuer))
+    throw new Error(`the OAuth share did not redirect to the provider (status ${unauthenticated.status})`);
+  const login = await devInteractionsLogin({ start: share, jar, login: 'bench@example.com' });
+  const cookie = jar.header(share);
+  if (login.reply.status !== 200 || !login.reply.body.startsWith(BODY_START) || !cookie)
+    throw new Error(`login did not end on the backend's page (status ${login.reply.status})`);
+  return cookie;
+}
+
+/** `--baseline <checkout>`: that checkout's frontend, same config, measured on its OAuth share. */
+async function startBaseline(options: FrontendProcessOptions): Promise<Target[]> {
+  const { root, port } = options;
+  const dir = join(options.dir, 'baseline');
+  mkdirSync(dir);
+  const { frontend, startup } = await startFrontendProcess({ ...options, dir });
+  process.stderr.write(`baseline frontend (${root}): ready in ${fixed(startup.readyMs, 0)} ms\n`);
+  const share = new URL(`http://login.${DOMAIN}:${port}/`);
+  const cookie = await frontendLogin(share, options.idp.issuer);
+  return [
+    {
+      name: `baseline frontend (${root}), OAuth share`,
+      url: `http://127.0.0.1:${port}/`,
+      headers: { host: share.host, cookie },
+      proxyPids: () => [frontend.pid],
+      memoryPids: () => [frontend.pid],
+    },
+  ];
+}
+
+/** `svc frontend --config <file>` exactly as a sidecar runs it (from checkout `root`), with one open and one OAuth share. */
+interface FrontendProcessOptions {
+  /** The checkout whose bin/svc.js runs. */
+  readonly root: string;
+  /** Scratch directory for the config file. */
+  readonly dir: string;
+  readonly port: number;
+  readonly metricsPort: number;
+  readonly backend: URL;
+  readonly idp: { readonly issuer: string; readonly clientId: string; readonly clientSecret: string };
+}
+
 async function startFrontendProcess(
-  dir: string,
-  port: number,
-  metricsPort: number,
-  backend: URL,
-  idp: { issuer: string; clientId: string; clientSecret: string },
+  options: FrontendProcessOptions,
 ): Promise<{ frontend: BenchProcess<true>; startup: Startup }> {
+  const { root, dir, port, metricsPort, backend, idp } = options;
   const config = {
     oauth: {
       bind_address: `127.0.0.1:${port}`,
@@ -227,8 +309,8 @@ async function startFrontendProcess(
   const frontend = await startProcess<true>({
     name: 'frontend',
     command: process.execPath,
-    args: [join(ROOT, 'bin/svc.js'), 'frontend', '--config', file],
-    cwd: ROOT,
+    args: [join(root, 'bin/svc.js'), 'frontend', '--config', file],
+    cwd: root,
     ready: (line) => (line.includes('"msg":"frontend listening"') ? true : undefined),
   });
   const listeningMs = performance.now() - spawned;
