@@ -162,7 +162,7 @@ export function prepareBackendHeaders(
   // X-Forwarded-For is appended to, as every proxy in a chain does. RFC 7239 `Forwarded` and
   // `X-Real-IP` carry the same claims, so they are rebuilt from the frontend's own view.
   for (const name of Object.keys(req.headers)) {
-    if (FORWARDING_HEADERS.has(name.replace(/[_.]/g, '-')) && /[_.]/.test(name)) delete req.headers[name];
+    if (/[_.]/.test(name) && FORWARDING_HEADERS.has(name.replace(/[_.]/g, '-'))) delete req.headers[name];
   }
   const peer = req.socket.remoteAddress ?? '';
   const forwardedFor = req.headers['x-forwarded-for'];
