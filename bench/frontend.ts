@@ -142,7 +142,7 @@ async function main(): Promise<number> {
           backend: backendUrl,
           idp: idp.ready,
         })
-      : [];
+      : undefined;
     const frontendPids = (): number[] => [frontend.pid];
     const nginxPids = (): number[] => [nginx.process.pid, nginx.workerPid()].filter((p) => p !== undefined);
     const peers = await startPeers(backendUrl, idp.ready, peerPorts);
@@ -163,7 +163,7 @@ async function main(): Promise<number> {
         memoryPids: () => [bare.pid],
       },
       ...peers,
-      ...baseline,
+      ...(baseline?.targets ?? []),
       {
         name: 'frontend, open share',
         url: `http://127.0.0.1:${frontendPort}/`,
@@ -208,6 +208,7 @@ async function main(): Promise<number> {
       { before: memoryBefore, after: memoryAfter, heapBefore, heapAfter },
       startup,
       loadBefore,
+      baseline && { ...baseline, memoryAfter: memoryKiB(baseline.pid) },
     );
     process.stdout.write(report);
     await writeMarkdown(REPORT_FILE, report);
@@ -240,7 +241,14 @@ async function frontendLogin(share: URL, issuer: string): Promise<string> {
 }
 
 /** `--baseline <checkout>`: that checkout's frontend, same config, measured on its OAuth share. */
-async function startBaseline(options: FrontendProcessOptions): Promise<Target[]> {
+interface Baseline {
+  readonly targets: Target[];
+  readonly startup: Startup;
+  readonly pid: number;
+  readonly memoryBefore: { rss?: number; anon?: number };
+}
+
+async function startBaseline(options: FrontendProcessOptions): Promise<Baseline> {
   const { root, port } = options;
   const dir = join(options.dir, 'baseline');
   mkdirSync(dir);
@@ -248,7 +256,7 @@ async function startBaseline(options: FrontendProcessOptions): Promise<Target[]>
   process.stderr.write(`baseline frontend (${root}): ready in ${fixed(startup.readyMs, 0)} ms\n`);
   const share = new URL(`http://login.${DOMAIN}:${port}/`);
   const cookie = await frontendLogin(share, options.idp.issuer);
-  return [
+  const targets = [
     {
       name: `baseline frontend (${root}), OAuth share`,
       url: `http://127.0.0.1:${port}/`,
@@ -257,6 +265,7 @@ async function startBaseline(options: FrontendProcessOptions): Promise<Target[]>
       memoryPids: () => [frontend.pid],
     },
   ];
+  return { targets, startup, pid: frontend.pid, memoryBefore: memoryKiB(frontend.pid) };
 }
 
 /** `svc frontend --config <file>` exactly as a sidecar runs it (from checkout `root`), with one open and one OAuth share. */
@@ -411,9 +420,15 @@ function formatReport(
   s: Settings,
   results: Measured[],
   latencies: Latency[],
-  memory: { before: { rss?: number }; after: { rss?: number; peak?: number }; heapBefore?: number; heapAfter?: number },
+  memory: {
+    before: { rss?: number; anon?: number };
+    after: { rss?: number; peak?: number; anon?: number };
+    heapBefore?: number;
+    heapAfter?: number;
+  },
   startup: Startup,
   loadBefore: number[],
+  baseline: (Baseline & { memoryAfter: { rss?: number; peak?: number; anon?: number } }) | undefined,
 ): string {
   const direct = results[0]?.load;
   const peer = results.find((r) => r.target.name.includes('defaults'))?.load;
@@ -475,9 +490,18 @@ function formatReport(
       `${fixed(startup.listeningMs, 0)} ms / ${fixed(startup.readyMs, 0)} ms.`,
     '',
     `Frontend RSS (one process for both shares): ${mib(memory.before.rss)} before the load, ${mib(memory.after.rss)} after, peak ${mib(memory.after.peak)}; ` +
+      `private (RssAnon, without the Node binary's shared file pages) ${mib(memory.before.anon)} before, ${mib(memory.after.anon)} after; ` +
       `JS heap used ${fixed(memory.heapBefore, 1)} MiB before, ${fixed(memory.heapAfter, 1)} MiB after. ` +
       'Peak RSS is VmHWM (nginx: its worker; the frontend: over all its runs).',
     '',
+    ...(baseline
+      ? [
+          `Baseline frontend (${baseline.targets[0]?.name ?? ''}): start-up ${fixed(baseline.startup.listeningMs, 0)} ms / ` +
+            `${fixed(baseline.startup.readyMs, 0)} ms; RSS ${mib(baseline.memoryBefore.rss)} before the load, ` +
+            `peak ${mib(baseline.memoryAfter.peak)}; private ${mib(baseline.memoryBefore.anon)} before, ${mib(baseline.memoryAfter.anon)} after.`,
+          '',
+        ]
+      : []),
   ].join('\n');
 }
 

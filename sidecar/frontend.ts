@@ -14,6 +14,7 @@ import { FrontendMetrics } from './metrics.ts';
 import { sendPage } from './pages.ts';
 import { ProviderReadiness } from './provider-readiness.ts';
 import { createShareProxy } from './proxy.ts';
+import type { SharedState } from './shared-state.ts';
 import { clientErrorStatus, rejectUpgrade, serveShare, upgradeShare, type ShareHandlerDeps } from './share-handler.ts';
 
 export interface FrontendOptions {
@@ -33,6 +34,8 @@ export interface FrontendOptions {
   readonly limits?: Partial<FrontendLimits>;
   /** Time of sessions, login state and re-checks; the system clock unless a test moves time itself. */
   readonly clock?: Clock;
+  /** The replay guard and logged-out sessions, when several worker processes share them (sidecar/shared-state.ts). */
+  readonly sharedState?: SharedState;
   /** Takes an upgrade on a host that is not a share's (the tunnel endpoint); true when it did. */
   readonly onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 }
@@ -67,7 +70,14 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
   const endpointUrl =
     typeof options.endpointUrl === 'function' ? options.endpointUrl(portOf(server)) : options.endpointUrl;
   const auth = options.oauth
-    ? new Authenticator({ ...options.oauth, endpointUrl }, () => shares, metrics, log, options.clock)
+    ? new Authenticator(
+        { ...options.oauth, endpointUrl },
+        () => shares,
+        metrics,
+        log,
+        options.clock,
+        options.sharedState,
+      )
     : undefined;
   const proxy = createShareProxy(metrics, limits.backendTimeoutMs);
   const deps: ShareHandlerDeps = { auth, cookieName: options.oauth?.cookieName, endpointUrl, proxy, metrics, log };
