@@ -9,6 +9,12 @@
  * provider's login form. Exits non-zero when any configuration saw a non-2xx response or an error.
  *
  *   npm run bench:frontend -- [--duration 10] [--warmup 2] [--connections 32] [--load auto|autocannon|wrk] [--rate auto|N]
+ *                              [--latency yes|no] [--baseline <other checkout>] [--workers N]
+ *
+ * A bare `http.request` keep-alive proxy (bench/lib/proxy-paths.ts) is measured as the floor of a
+ * Node proxy. `--baseline` runs another checkout's frontend beside this one (before/after figures in
+ * one run); `--workers N` adds this frontend with `workers: N` (CPU and memory summed over its
+ * processes); `--latency no` skips the fixed-rate pass.
  *
  * oauth2-proxy (built by bench/provide-oauth2-proxy.sh, as released and with a 64-connection idle
  * upstream pool) is measured as the peer a user would pick instead, logged in the same way. Then
@@ -31,7 +37,7 @@ import { barChartSvg } from './lib/chart.ts';
 import { FIXED_BODY_START as BODY_START, type FixedBackend } from './lib/fixed-backend.ts';
 import { CookieJar, request } from './lib/http.ts';
 import type { LoadResult } from './lib/load.ts';
-import { loadArgs, loadOptions, type LoadArgs } from './lib/load-args.ts';
+import { intArg, loadArgs, loadOptions, type LoadArgs } from './lib/load-args.ts';
 import {
   checkTarget,
   fixedRate,
@@ -45,6 +51,7 @@ import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
 import { freePort } from './lib/ports.ts';
 import {
+  childPids,
   installCleanup,
   memoryKiB,
   removeScratchDir,
@@ -68,6 +75,8 @@ const BODY_BYTES = 64;
 interface Settings extends LoadArgs {
   /** Another checkout whose frontend runs beside this one's, same config and load (before/after figures). */
   readonly baseline: string | undefined;
+  /** `--workers n` (n ≥ 2): also this checkout's frontend with `workers: n`, for per-core and whole-machine figures. */
+  readonly workers: number | undefined;
   /** Whether to run the fixed-rate latency pass after the saturation runs (`--latency no` halves the run). */
   readonly latency: boolean;
 }
@@ -77,11 +86,13 @@ function settings(): Settings {
     options: {
       ...loadOptions({ duration: '10', warmup: '2' }),
       baseline: { type: 'string' },
+      workers: { type: 'string' },
       latency: { type: 'string', default: 'yes' },
     },
   });
   if (values.latency !== 'yes' && values.latency !== 'no') throw new Error('--latency must be yes or no');
-  return { ...loadArgs(values), baseline: values.baseline, latency: values.latency === 'yes' };
+  const workers = values.workers === undefined ? undefined : intArg('workers', values.workers, 2, 64);
+  return { ...loadArgs(values), baseline: values.baseline, workers, latency: values.latency === 'yes' };
 }
 
 async function main(): Promise<number> {
@@ -91,7 +102,7 @@ async function main(): Promise<number> {
   const loadBefore = loadavg();
   try {
     // Servers, each in its own process.
-    const [backend, idp, frontendPort, metricsPort, nginxPort, baselinePort, baselineMetricsPort, ...peerPorts] =
+    const [backend, idp, frontendPort, metricsPort, nginxPort, baselinePort, workersPort, ...peerPorts] =
       await Promise.all([
         startModule<FixedBackend>('backend', join(ROOT, 'bench/lib/fixed-backend.ts'), 'startFixedBackend', {
           bodyBytes: BODY_BYTES,
@@ -102,6 +113,7 @@ async function main(): Promise<number> {
           'startDevIdentityProvider',
           {},
         ),
+        freePort(),
         freePort(),
         freePort(),
         freePort(),
@@ -133,16 +145,16 @@ async function main(): Promise<number> {
     const shareUrl = (token: string): URL => new URL(`http://${token}.${DOMAIN}:${frontendPort}/`);
     const cookie = await frontendLogin(shareUrl('login'), idp.ready.issuer);
 
-    const baseline = s.baseline
-      ? await startBaseline({
-          root: s.baseline,
-          dir,
-          port: baselinePort,
-          metricsPort: baselineMetricsPort,
-          backend: backendUrl,
-          idp: idp.ready,
-        })
-      : undefined;
+    const common = { dir, backend: backendUrl, idp: idp.ready };
+    const extras: ExtraFrontend[] = [];
+    if (s.baseline) {
+      const label = `baseline frontend (${s.baseline})`;
+      extras.push(await startExtraFrontend({ ...common, label, root: s.baseline, port: baselinePort }));
+    }
+    if (s.workers) {
+      const label = `frontend, workers: ${s.workers}`;
+      extras.push(await startExtraFrontend({ ...common, label, root: ROOT, port: workersPort, workers: s.workers }));
+    }
     const frontendPids = (): number[] => [frontend.pid];
     const nginxPids = (): number[] => [nginx.process.pid, nginx.workerPid()].filter((p) => p !== undefined);
     const peers = await startPeers(backendUrl, idp.ready, peerPorts);
@@ -163,7 +175,7 @@ async function main(): Promise<number> {
         memoryPids: () => [bare.pid],
       },
       ...peers,
-      ...(baseline?.targets ?? []),
+      ...extras.map((e) => e.target),
       {
         name: 'frontend, open share',
         url: `http://127.0.0.1:${frontendPort}/`,
@@ -208,7 +220,7 @@ async function main(): Promise<number> {
       { before: memoryBefore, after: memoryAfter, heapBefore, heapAfter },
       startup,
       loadBefore,
-      baseline && { ...baseline, memoryAfter: memoryKiB(baseline.pid) },
+      extras.map((e) => ({ ...e, memoryAfter: e.memory() })),
     );
     process.stdout.write(report);
     await writeMarkdown(REPORT_FILE, report);
@@ -240,32 +252,38 @@ async function frontendLogin(share: URL, issuer: string): Promise<string> {
   return cookie;
 }
 
-/** `--baseline <checkout>`: that checkout's frontend, same config, measured on its OAuth share. */
-interface Baseline {
-  readonly targets: Target[];
+/** `--baseline <checkout>` or `--workers n`: one more frontend process (tree), measured on its OAuth share. */
+interface ExtraFrontend {
+  readonly label: string;
+  readonly target: Target;
   readonly startup: Startup;
-  readonly pid: number;
   readonly memoryBefore: { rss?: number; anon?: number };
+  /** Summed over the process and its workers (peaks summed: an upper bound). */
+  memory(): { rss?: number; peak?: number; anon?: number };
 }
 
-async function startBaseline(options: FrontendProcessOptions): Promise<Baseline> {
-  const { root, port } = options;
-  const dir = join(options.dir, 'baseline');
+async function startExtraFrontend(options: FrontendProcessOptions & { label: string }): Promise<ExtraFrontend> {
+  const { label, port } = options;
+  const dir = join(options.dir, `extra-${port}`);
   mkdirSync(dir);
   const { frontend, startup } = await startFrontendProcess({ ...options, dir });
-  process.stderr.write(`baseline frontend (${root}): ready in ${fixed(startup.readyMs, 0)} ms\n`);
+  process.stderr.write(`${label}: ready in ${fixed(startup.readyMs, 0)} ms\n`);
   const share = new URL(`http://login.${DOMAIN}:${port}/`);
   const cookie = await frontendLogin(share, options.idp.issuer);
-  const targets = [
-    {
-      name: `baseline frontend (${root}), OAuth share`,
-      url: `http://127.0.0.1:${port}/`,
-      headers: { host: share.host, cookie },
-      proxyPids: () => [frontend.pid],
-      memoryPids: () => [frontend.pid],
-    },
-  ];
-  return { targets, startup, pid: frontend.pid, memoryBefore: memoryKiB(frontend.pid) };
+  const pids = (): number[] => [frontend.pid, ...childPids(frontend.pid)];
+  const memory = (): { rss?: number; peak?: number; anon?: number } => {
+    const each = pids().map(memoryKiB);
+    const sum = (key: 'rss' | 'peak' | 'anon'): number => each.reduce((n, m) => n + (m[key] ?? 0), 0);
+    return { rss: sum('rss'), peak: sum('peak'), anon: sum('anon') };
+  };
+  const target = {
+    name: `${label}, OAuth share`,
+    url: `http://127.0.0.1:${port}/`,
+    headers: { host: share.host, cookie },
+    proxyPids: pids,
+    memoryPids: pids,
+  };
+  return { label, target, startup, memoryBefore: memory(), memory };
 }
 
 /** `svc frontend --config <file>` exactly as a sidecar runs it (from checkout `root`), with one open and one OAuth share. */
@@ -275,15 +293,18 @@ interface FrontendProcessOptions {
   /** Scratch directory for the config file. */
   readonly dir: string;
   readonly port: number;
-  readonly metricsPort: number;
+  /** Absent: no metrics listener. */
+  readonly metricsPort?: number;
   readonly backend: URL;
   readonly idp: { readonly issuer: string; readonly clientId: string; readonly clientSecret: string };
+  /** The frontend file's `workers` (absent: the default, one process). */
+  readonly workers?: number;
 }
 
 async function startFrontendProcess(
   options: FrontendProcessOptions,
 ): Promise<{ frontend: BenchProcess<true>; startup: Startup }> {
-  const { root, dir, port, metricsPort, backend, idp } = options;
+  const { root, dir, port, metricsPort, backend, idp, workers } = options;
   const config = {
     oauth: {
       bind_address: `127.0.0.1:${port}`,
@@ -306,7 +327,8 @@ async function startFrontendProcess(
         },
       ],
     },
-    metrics_address: `127.0.0.1:${metricsPort}`,
+    ...(metricsPort === undefined ? {} : { metrics_address: `127.0.0.1:${metricsPort}` }),
+    ...(workers === undefined ? {} : { workers }),
     shares: [
       { token: 'open', target: backend.href },
       { token: 'login', target: backend.href, oauth_provider: 'dev', oauth_email_address_patterns: ['*@example.com'] },
@@ -428,7 +450,7 @@ function formatReport(
   },
   startup: Startup,
   loadBefore: number[],
-  baseline: (Baseline & { memoryAfter: { rss?: number; peak?: number; anon?: number } }) | undefined,
+  extras: readonly (ExtraFrontend & { memoryAfter: { rss?: number; peak?: number; anon?: number } })[],
 ): string {
   const direct = results[0]?.load;
   const peer = results.find((r) => r.target.name.includes('defaults'))?.load;
@@ -484,7 +506,9 @@ function formatReport(
       rows,
     ),
     '',
-    ...latencySection(latencies, 'configuration'),
+    ...(latencies.length > 0
+      ? latencySection(latencies, 'configuration')
+      : ['(no fixed-rate latency runs: `--latency no`)']),
     '',
     `Frontend start-up (spawn of \`node bin/svc.js frontend\` → listening / → /readyz 200, provider discovery included): ` +
       `${fixed(startup.listeningMs, 0)} ms / ${fixed(startup.readyMs, 0)} ms.`,
@@ -494,14 +518,12 @@ function formatReport(
       `JS heap used ${fixed(memory.heapBefore, 1)} MiB before, ${fixed(memory.heapAfter, 1)} MiB after. ` +
       'Peak RSS is VmHWM (nginx: its worker; the frontend: over all its runs).',
     '',
-    ...(baseline
-      ? [
-          `Baseline frontend (${baseline.targets[0]?.name ?? ''}): start-up ${fixed(baseline.startup.listeningMs, 0)} ms / ` +
-            `${fixed(baseline.startup.readyMs, 0)} ms; RSS ${mib(baseline.memoryBefore.rss)} before the load, ` +
-            `peak ${mib(baseline.memoryAfter.peak)}; private ${mib(baseline.memoryBefore.anon)} before, ${mib(baseline.memoryAfter.anon)} after.`,
-          '',
-        ]
-      : []),
+    ...extras.flatMap((e) => [
+      `${e.label}: start-up ${fixed(e.startup.listeningMs, 0)} ms / ${fixed(e.startup.readyMs, 0)} ms; ` +
+        `RSS ${mib(e.memoryBefore.rss)} before the load, ${mib(e.memoryAfter.rss)} after (all its processes); ` +
+        `private ${mib(e.memoryBefore.anon)} before, ${mib(e.memoryAfter.anon)} after.`,
+      '',
+    ]),
   ].join('\n');
 }
 
