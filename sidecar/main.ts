@@ -4,7 +4,6 @@ import { ConfigError, errorText, problemText } from '../lib/errors.ts';
 import { createLogger } from '../lib/logger.ts';
 import { untilSignal } from '../lib/signals.ts';
 import { loadFrontendConfig, type FrontendConfig } from '../lib/config/frontend.ts';
-import { startFrontend } from './frontend.ts';
 import { staticShares, type ShareSource } from '../lib/share/source.ts';
 import { sharedStateOverIpc } from './shared-state.ts';
 import { runPrimary } from './workers.ts';
@@ -23,6 +22,8 @@ export async function runFrontend(path: string): Promise<void> {
   if (cluster.isWorker) process.once('disconnect', primaryGone);
   let current = staticShares(config.shares);
   const shares: ShareSource = { lookup: (t) => current.lookup(t), has: (t) => current.has(t) };
+  // Imported here, not at the top: a workers' primary serves no request and never loads it.
+  const { startFrontend } = await import('./frontend.ts');
   const frontend = await startFrontend({
     listen: config.oauth.bindAddress,
     endpointUrl: config.oauth.endpointUrl,
