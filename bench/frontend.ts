@@ -9,6 +9,12 @@
  * provider's login form. Exits non-zero when any configuration saw a non-2xx response or an error.
  *
  *   npm run bench:frontend -- [--duration 10] [--warmup 2] [--connections 32] [--load auto|autocannon|wrk] [--rate auto|N]
+ *                              [--latency yes|no] [--baseline <other checkout>] [--workers N]
+ *
+ * A bare `http.request` keep-alive proxy (bench/lib/proxy-paths.ts) is measured as the floor of a
+ * Node proxy. `--baseline` runs another checkout's frontend beside this one (before/after figures in
+ * one run); `--workers N` adds this frontend with `workers: N` (CPU and memory summed over its
+ * processes); `--latency no` skips the fixed-rate pass.
  *
  * oauth2-proxy (built by bench/provide-oauth2-proxy.sh, as released and with a 64-connection idle
  * upstream pool) is measured as the peer a user would pick instead, logged in the same way. Then
@@ -19,7 +25,7 @@
  * `--load auto` (default) uses wrk when it is installed: written in C, it takes far less of a small
  * machine's CPU from the servers being measured, and reports latency in µs (autocannon: 1 ms steps).
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -31,7 +37,7 @@ import { barChartSvg } from './lib/chart.ts';
 import { FIXED_BODY_START as BODY_START, type FixedBackend } from './lib/fixed-backend.ts';
 import { CookieJar, request } from './lib/http.ts';
 import type { LoadResult } from './lib/load.ts';
-import { loadArgs, loadOptions, type LoadArgs } from './lib/load-args.ts';
+import { intArg, loadArgs, loadOptions, type LoadArgs } from './lib/load-args.ts';
 import {
   checkTarget,
   fixedRate,
@@ -45,6 +51,7 @@ import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
 import { freePort } from './lib/ports.ts';
 import {
+  childPids,
   installCleanup,
   memoryKiB,
   removeScratchDir,
@@ -65,11 +72,27 @@ const DOMAIN = 'bench.localhost';
 const BODY_BYTES = 64;
 
 /** Arrival rate of the latency runs (`--rate auto`): half of the frontend OAuth share's saturation rate. */
-type Settings = LoadArgs;
+interface Settings extends LoadArgs {
+  /** Another checkout whose frontend runs beside this one's, same config and load (before/after figures). */
+  readonly baseline: string | undefined;
+  /** `--workers n` (n ≥ 2): also this checkout's frontend with `workers: n`, for per-core and whole-machine figures. */
+  readonly workers: number | undefined;
+  /** Whether to run the fixed-rate latency pass after the saturation runs (`--latency no` halves the run). */
+  readonly latency: boolean;
+}
 
 function settings(): Settings {
-  const { values } = parseArgs({ options: loadOptions({ duration: '10', warmup: '2' }) });
-  return loadArgs(values);
+  const { values } = parseArgs({
+    options: {
+      ...loadOptions({ duration: '10', warmup: '2' }),
+      baseline: { type: 'string' },
+      workers: { type: 'string' },
+      latency: { type: 'string', default: 'yes' },
+    },
+  });
+  if (values.latency !== 'yes' && values.latency !== 'no') throw new Error('--latency must be yes or no');
+  const workers = values.workers === undefined ? undefined : intArg('workers', values.workers, 2, 64);
+  return { ...loadArgs(values), baseline: values.baseline, workers, latency: values.latency === 'yes' };
 }
 
 async function main(): Promise<number> {
@@ -79,37 +102,59 @@ async function main(): Promise<number> {
   const loadBefore = loadavg();
   try {
     // Servers, each in its own process.
-    const [backend, idp, frontendPort, metricsPort, nginxPort, ...peerPorts] = await Promise.all([
-      startModule<FixedBackend>('backend', join(ROOT, 'bench/lib/fixed-backend.ts'), 'startFixedBackend', {
-        bodyBytes: BODY_BYTES,
-      }),
-      startModule<{ issuer: string; clientId: string; clientSecret: string }>(
-        'dev-idp',
-        join(ROOT, 'sidecar/dev-idp.ts'),
-        'startDevIdentityProvider',
-        {},
-      ),
-      freePort(),
-      freePort(),
-      freePort(),
-      freePort(),
-      freePort(),
-    ]);
+    const [backend, idp, frontendPort, metricsPort, nginxPort, baselinePort, workersPort, ...peerPorts] =
+      await Promise.all([
+        startModule<FixedBackend>('backend', join(ROOT, 'bench/lib/fixed-backend.ts'), 'startFixedBackend', {
+          bodyBytes: BODY_BYTES,
+        }),
+        startModule<{ issuer: string; clientId: string; clientSecret: string }>(
+          'dev-idp',
+          join(ROOT, 'sidecar/dev-idp.ts'),
+          'startDevIdentityProvider',
+          {},
+        ),
+        freePort(),
+        freePort(),
+        freePort(),
+        freePort(),
+        freePort(),
+        freePort(),
+        freePort(),
+        freePort(),
+      ]);
     const backendUrl = new URL(backend.ready.url);
-    const { frontend, startup } = await startFrontendProcess(dir, frontendPort, metricsPort, backendUrl, idp.ready);
+    const { frontend, startup } = await startFrontendProcess({
+      root: ROOT,
+      dir,
+      port: frontendPort,
+      metricsPort,
+      backend: backendUrl,
+      idp: idp.ready,
+    });
     const nginx = await startNginxProxy({ dir: join(dir, 'nginx'), port: nginxPort, upstream: backendUrl });
+    const bare = await startModule<{ url: string }>(
+      'bare proxy',
+      join(ROOT, 'bench/lib/proxy-paths.ts'),
+      'startProxyPath',
+      {
+        path: 'lean',
+        upstream: backendUrl.href,
+      },
+    );
 
-    // A real login through the provider's form gives the session cookie of the OAuth share.
     const shareUrl = (token: string): URL => new URL(`http://${token}.${DOMAIN}:${frontendPort}/`);
-    const jar = new CookieJar();
-    const unauthenticated = await request(shareUrl('login'));
-    if (unauthenticated.status !== 302 || !unauthenticated.headers.location?.startsWith(idp.ready.issuer))
-      throw new Error(`the OAuth share did not redirect to the provider (status ${unauthenticated.status})`);
-    const login = await devInteractionsLogin({ start: shareUrl('login'), jar, login: 'bench@example.com' });
-    const cookie = jar.header(shareUrl('login'));
-    if (login.reply.status !== 200 || !login.reply.body.startsWith(BODY_START) || !cookie)
-      throw new Error(`login did not end on the backend's page (status ${login.reply.status})`);
+    const cookie = await frontendLogin(shareUrl('login'), idp.ready.issuer);
 
+    const common = { dir, backend: backendUrl, idp: idp.ready };
+    const extras: ExtraFrontend[] = [];
+    if (s.baseline) {
+      const label = `baseline frontend (${s.baseline})`;
+      extras.push(await startExtraFrontend({ ...common, label, root: s.baseline, port: baselinePort }));
+    }
+    if (s.workers) {
+      const label = `frontend, workers: ${s.workers}`;
+      extras.push(await startExtraFrontend({ ...common, label, root: ROOT, port: workersPort, workers: s.workers }));
+    }
     const frontendPids = (): number[] => [frontend.pid];
     const nginxPids = (): number[] => [nginx.process.pid, nginx.workerPid()].filter((p) => p !== undefined);
     const peers = await startPeers(backendUrl, idp.ready, peerPorts);
@@ -122,7 +167,15 @@ async function main(): Promise<number> {
         proxyPids: nginxPids,
         memoryPids: () => [nginx.workerPid()].filter((p) => p !== undefined),
       },
+      {
+        name: 'bare http.request proxy (no routing, no login)',
+        url: bare.ready.url,
+        headers: {},
+        proxyPids: () => [bare.pid],
+        memoryPids: () => [bare.pid],
+      },
       ...peers,
+      ...extras.map((e) => e.target),
       {
         name: 'frontend, open share',
         url: `http://127.0.0.1:${frontendPort}/`,
@@ -155,7 +208,7 @@ async function main(): Promise<number> {
     const frontendOAuth = results.find((r) => r.target.name.startsWith('frontend, OAuth'));
     const rate = s.rate ?? Math.max(1, Math.floor((frontendOAuth?.load.requestsPerSecond ?? 2000) / 2));
     const latencies: Latency[] = [];
-    for (const target of targets) {
+    for (const target of s.latency ? targets : []) {
       process.stderr.write(`${target.name}: ${s.durationSeconds}s at ${rate} req/s (fixed rate)\n`);
       latencies.push({ target, result: await fixedRate(s, target, rate) });
     }
@@ -167,6 +220,7 @@ async function main(): Promise<number> {
       { before: memoryBefore, after: memoryAfter, heapBefore, heapAfter },
       startup,
       loadBefore,
+      extras.map((e) => ({ ...e, memoryAfter: e.memory() })),
     );
     process.stdout.write(report);
     await writeMarkdown(REPORT_FILE, report);
@@ -185,14 +239,72 @@ interface Startup {
   readonly readyMs: number;
 }
 
-/** `svc frontend --config <file>` exactly as a sidecar runs it, with one open and one OAuth share. */
+/** A real login through the provider's form: the session cookie of the OAuth share at `share`. */
+async function frontendLogin(share: URL, issuer: string): Promise<string> {
+  const jar = new CookieJar();
+  const unauthenticated = await request(share);
+  if (unauthenticated.status !== 302 || !unauthenticated.headers.location?.startsWith(issuer))
+    throw new Error(`the OAuth share did not redirect to the provider (status ${unauthenticated.status})`);
+  const login = await devInteractionsLogin({ start: share, jar, login: 'bench@example.com' });
+  const cookie = jar.header(share);
+  if (login.reply.status !== 200 || !login.reply.body.startsWith(BODY_START) || !cookie)
+    throw new Error(`login did not end on the backend's page (status ${login.reply.status})`);
+  return cookie;
+}
+
+/** `--baseline <checkout>` or `--workers n`: one more frontend process (tree), measured on its OAuth share. */
+interface ExtraFrontend {
+  readonly label: string;
+  readonly target: Target;
+  readonly startup: Startup;
+  readonly memoryBefore: { rss?: number; anon?: number };
+  /** Summed over the process and its workers (peaks summed: an upper bound). */
+  memory(): { rss?: number; peak?: number; anon?: number };
+}
+
+async function startExtraFrontend(options: FrontendProcessOptions & { label: string }): Promise<ExtraFrontend> {
+  const { label, port } = options;
+  const dir = join(options.dir, `extra-${port}`);
+  mkdirSync(dir);
+  const { frontend, startup } = await startFrontendProcess({ ...options, dir });
+  process.stderr.write(`${label}: ready in ${fixed(startup.readyMs, 0)} ms\n`);
+  const share = new URL(`http://login.${DOMAIN}:${port}/`);
+  const cookie = await frontendLogin(share, options.idp.issuer);
+  const pids = (): number[] => [frontend.pid, ...childPids(frontend.pid)];
+  const memory = (): { rss?: number; peak?: number; anon?: number } => {
+    const each = pids().map(memoryKiB);
+    const sum = (key: 'rss' | 'peak' | 'anon'): number => each.reduce((n, m) => n + (m[key] ?? 0), 0);
+    return { rss: sum('rss'), peak: sum('peak'), anon: sum('anon') };
+  };
+  const target = {
+    name: `${label}, OAuth share`,
+    url: `http://127.0.0.1:${port}/`,
+    headers: { host: share.host, cookie },
+    proxyPids: pids,
+    memoryPids: pids,
+  };
+  return { label, target, startup, memoryBefore: memory(), memory };
+}
+
+/** `svc frontend --config <file>` exactly as a sidecar runs it (from checkout `root`), with one open and one OAuth share. */
+interface FrontendProcessOptions {
+  /** The checkout whose bin/svc.js runs. */
+  readonly root: string;
+  /** Scratch directory for the config file. */
+  readonly dir: string;
+  readonly port: number;
+  /** Absent: no metrics listener. */
+  readonly metricsPort?: number;
+  readonly backend: URL;
+  readonly idp: { readonly issuer: string; readonly clientId: string; readonly clientSecret: string };
+  /** The frontend file's `workers` (absent: the default, one process). */
+  readonly workers?: number;
+}
+
 async function startFrontendProcess(
-  dir: string,
-  port: number,
-  metricsPort: number,
-  backend: URL,
-  idp: { issuer: string; clientId: string; clientSecret: string },
+  options: FrontendProcessOptions,
 ): Promise<{ frontend: BenchProcess<true>; startup: Startup }> {
+  const { root, dir, port, metricsPort, backend, idp, workers } = options;
   const config = {
     oauth: {
       bind_address: `127.0.0.1:${port}`,
@@ -215,7 +327,8 @@ async function startFrontendProcess(
         },
       ],
     },
-    metrics_address: `127.0.0.1:${metricsPort}`,
+    ...(metricsPort === undefined ? {} : { metrics_address: `127.0.0.1:${metricsPort}` }),
+    ...(workers === undefined ? {} : { workers }),
     shares: [
       { token: 'open', target: backend.href },
       { token: 'login', target: backend.href, oauth_provider: 'dev', oauth_email_address_patterns: ['*@example.com'] },
@@ -227,8 +340,8 @@ async function startFrontendProcess(
   const frontend = await startProcess<true>({
     name: 'frontend',
     command: process.execPath,
-    args: [join(ROOT, 'bin/svc.js'), 'frontend', '--config', file],
-    cwd: ROOT,
+    args: [join(root, 'bin/svc.js'), 'frontend', '--config', file],
+    cwd: root,
     ready: (line) => (line.includes('"msg":"frontend listening"') ? true : undefined),
   });
   const listeningMs = performance.now() - spawned;
@@ -329,9 +442,15 @@ function formatReport(
   s: Settings,
   results: Measured[],
   latencies: Latency[],
-  memory: { before: { rss?: number }; after: { rss?: number; peak?: number }; heapBefore?: number; heapAfter?: number },
+  memory: {
+    before: { rss?: number; anon?: number };
+    after: { rss?: number; peak?: number; anon?: number };
+    heapBefore?: number;
+    heapAfter?: number;
+  },
   startup: Startup,
   loadBefore: number[],
+  extras: readonly (ExtraFrontend & { memoryAfter: { rss?: number; peak?: number; anon?: number } })[],
 ): string {
   const direct = results[0]?.load;
   const peer = results.find((r) => r.target.name.includes('defaults'))?.load;
@@ -387,15 +506,24 @@ function formatReport(
       rows,
     ),
     '',
-    ...latencySection(latencies, 'configuration'),
+    ...(latencies.length > 0
+      ? latencySection(latencies, 'configuration')
+      : ['(no fixed-rate latency runs: `--latency no`)']),
     '',
     `Frontend start-up (spawn of \`node bin/svc.js frontend\` → listening / → /readyz 200, provider discovery included): ` +
       `${fixed(startup.listeningMs, 0)} ms / ${fixed(startup.readyMs, 0)} ms.`,
     '',
     `Frontend RSS (one process for both shares): ${mib(memory.before.rss)} before the load, ${mib(memory.after.rss)} after, peak ${mib(memory.after.peak)}; ` +
+      `private (RssAnon, without the Node binary's shared file pages) ${mib(memory.before.anon)} before, ${mib(memory.after.anon)} after; ` +
       `JS heap used ${fixed(memory.heapBefore, 1)} MiB before, ${fixed(memory.heapAfter, 1)} MiB after. ` +
       'Peak RSS is VmHWM (nginx: its worker; the frontend: over all its runs).',
     '',
+    ...extras.flatMap((e) => [
+      `${e.label}: start-up ${fixed(e.startup.listeningMs, 0)} ms / ${fixed(e.startup.readyMs, 0)} ms; ` +
+        `RSS ${mib(e.memoryBefore.rss)} before the load, ${mib(e.memoryAfter.rss)} after (all its processes); ` +
+        `private ${mib(e.memoryBefore.anon)} before, ${mib(e.memoryAfter.anon)} after.`,
+      '',
+    ]),
   ].join('\n');
 }
 

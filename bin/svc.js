@@ -6,5 +6,7 @@ if (major < 22 || (major === 22 && minor < 18)) {
   console.error(`svc needs Node.js >= 22.18 (24 LTS preferred); this is ${process.version}.`);
   process.exit(1);
 }
+const { enableSvcCompileCache } = await import('./compile-cache.js');
+enableSvcCompileCache();
 const { main } = await import('../cli/main.ts');
 process.exitCode = await main(process.argv.slice(2));

@@ -1,33 +1,56 @@
 import { Command, CommanderError } from 'commander';
 import { SvcError, errorText } from '../lib/errors.ts';
-import { registerFrontendCommands } from './frontend.ts';
-import { registerPublicFrontendCommands } from './public-frontend.ts';
-import { registerOperatorCommands } from './operator.ts';
-import { registerLocalAgentCommands } from './agent-commands.ts';
-import { registerControllerCommands } from './controller.ts';
-import { registerEnvironmentAgentCommands } from './environment-agent.ts';
+
+type Registrar = (program: Command) => void;
 
 /**
- * The `svc` command. Each concern registers its subcommands from its own file; this file only
- * builds the program and maps failures to exit codes: 0 success, 1 failure, 2 usage error.
+ * Each concern registers its subcommands from its own file, imported only when needed: a sidecar
+ * running `svc frontend` must not load (and hold in memory) the controller, agent and operator code
+ * and their libraries. Kept in step with the files by test/cli/command-owners.test.ts.
  */
-function buildProgram(): Command {
+export const REGISTRARS = {
+  frontend: async (): Promise<Registrar> => (await import('./frontend.ts')).registerFrontendCommands,
+  publicFrontend: async (): Promise<Registrar> => (await import('./public-frontend.ts')).registerPublicFrontendCommands,
+  operator: async (): Promise<Registrar> => (await import('./operator.ts')).registerOperatorCommands,
+  localAgent: async (): Promise<Registrar> => (await import('./agent-commands.ts')).registerLocalAgentCommands,
+  controller: async (): Promise<Registrar> => (await import('./controller.ts')).registerControllerCommands,
+  environmentAgent: async (): Promise<Registrar> =>
+    (await import('./environment-agent.ts')).registerEnvironmentAgentCommands,
+};
+
+/** Top-level commands registered by exactly one file; any other first word (help, `agent`, a typo) loads them all. */
+export const COMMAND_OWNERS: Readonly<Record<string, keyof typeof REGISTRARS>> = {
+  frontend: 'frontend',
+  config: 'frontend',
+  'public-frontend': 'publicFrontend',
+  operator: 'operator',
+  serve: 'localAgent',
+  share: 'localAgent',
+  unshare: 'localAgent',
+  access: 'localAgent',
+  unaccess: 'localAgent',
+  status: 'localAgent',
+  controller: 'controller',
+  admin: 'controller',
+  enable: 'controller',
+  disable: 'controller',
+};
+
+/** Builds the program and maps failures to exit codes: 0 success, 1 failure, 2 usage error. */
+async function buildProgram(argv: readonly string[]): Promise<Command> {
   const program = new Command('svc')
     .description('svc: share HTTP services and folders through an OAuth-protecting public frontend')
     .exitOverride()
     .showHelpAfterError('(run svc --help for usage)')
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
-  registerFrontendCommands(program);
-  registerOperatorCommands(program);
-  registerLocalAgentCommands(program);
-  registerControllerCommands(program);
-  registerPublicFrontendCommands(program);
-  registerEnvironmentAgentCommands(program);
+  const owner = Object.hasOwn(COMMAND_OWNERS, argv[0] ?? '') ? COMMAND_OWNERS[argv[0] as string] : undefined;
+  const needed = owner ? [REGISTRARS[owner]] : Object.values(REGISTRARS);
+  for (const register of await Promise.all(needed.map((load) => load()))) register(program);
   return program;
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
-  const program = buildProgram();
+  const program = await buildProgram(argv);
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;

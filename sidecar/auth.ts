@@ -13,6 +13,7 @@ import { createProviders } from './providers/index.ts';
 import { ProviderError, type Provider } from './providers/types.ts';
 import { allowedRedirect, shareUrl } from './redirects.ts';
 import { createSealer } from './seal.ts';
+import { localSharedState, type SharedState } from './shared-state.ts';
 import { sessionCookies, type Session, type SessionCookies } from './session.ts';
 import type { ShareSource } from '../lib/share/source.ts';
 
@@ -36,8 +37,8 @@ export class Authenticator {
   private readonly metrics: FrontendMetrics;
   private readonly log: Logger;
   private readonly clock: Clock;
-  /** Sessions logged out here, until their natural expiry (see sessionsOf). */
-  private readonly loggedOut = new Map<string, number>();
+  /** The replay guard and the sessions logged out, shared by every worker process (sidecar/shared-state.ts). */
+  private readonly shared: SharedState;
 
   constructor(
     config: OAuthConfig,
@@ -45,7 +46,9 @@ export class Authenticator {
     metrics: FrontendMetrics,
     log: Logger,
     clock: Clock = systemClock,
+    shared: SharedState = localSharedState(clock),
   ) {
+    this.shared = shared;
     this.config = config;
     this.shares = shares;
     this.metrics = metrics;
@@ -55,7 +58,14 @@ export class Authenticator {
     const sealer = createSealer(config.signingKey, config.encryptionKey, clock);
     const cookieOptions = { domain: config.cookieDomain, secure: config.endpointUrl.protocol === 'https:' };
     this.sessions = sessionCookies(sealer, config.cookieName, cookieOptions, clock);
-    this.logins = new LoginStates(sealer, config.cookieName, config.intermediateLifetimeMs, cookieOptions, clock);
+    this.logins = new LoginStates(
+      sealer,
+      config.cookieName,
+      config.intermediateLifetimeMs,
+      cookieOptions,
+      clock,
+      shared,
+    );
   }
 
   /** Every provider usable (oidc discovery done). */
@@ -185,7 +195,7 @@ export class Authenticator {
       this.log.warn({ provider: provider.name, result, reason: message }, 'login failed');
       sendPage(res, status, title, message, after.loginCookie ? { 'set-cookie': after.loginCookie } : {});
     };
-    const completed = this.logins.complete(
+    const completed = await this.logins.complete(
       provider.name,
       url.searchParams.get('state') ?? undefined,
       req.headers.cookie,
@@ -257,9 +267,7 @@ export class Authenticator {
     // Logout proceeds only for a visitor with a session of this provider (or none at all); it then
     // signs the browser out of every share: the whole cookie expires.
     if (jar.length === 0 || mine.length > 0) headers['set-cookie'] = this.sessions.clear();
-    const now = this.clock.now();
-    for (const [id, until] of this.loggedOut) if (until <= now) this.loggedOut.delete(id);
-    for (const session of jar) if (mine.length > 0) this.loggedOut.set(session.id, session.expiresAt);
+    for (const session of jar) if (mine.length > 0) this.shared.logOut(session.id, session.expiresAt);
     for (const session of mine) {
       try {
         await provider.revoke(session.tokens);
@@ -297,12 +305,8 @@ export class Authenticator {
    */
   private sessionsOf(req: IncomingMessage): readonly Session[] {
     const jar = this.sessions.read(req.headers.cookie);
-    if (this.loggedOut.size === 0) return jar;
-    const now = this.clock.now();
-    return jar.filter((s) => {
-      const until = this.loggedOut.get(s.id);
-      return until === undefined || until <= now;
-    });
+    if (!this.shared.anyLoggedOut) return jar;
+    return jar.filter((s) => this.shared.loggedOutUntil(s.id) === undefined);
   }
 
   private callbackUri(provider: Provider): string {

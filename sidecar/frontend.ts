@@ -20,6 +20,7 @@ import { FrontendMetrics } from './metrics.ts';
 import { sendPage } from './pages.ts';
 import { ProviderReadiness } from './provider-readiness.ts';
 import { createShareProxy } from './proxy.ts';
+import type { SharedState } from './shared-state.ts';
 import { clientErrorStatus, rejectUpgrade, serveShare, upgradeShare, type ShareHandlerDeps } from './share-handler.ts';
 
 export interface FrontendOptions {
@@ -44,6 +45,8 @@ export interface FrontendOptions {
    * frontend waits for its first registry snapshot).
    */
   readonly ready?: () => Readiness;
+  /** The replay guard and logged-out sessions, when several worker processes share them (sidecar/shared-state.ts). */
+  readonly sharedState?: SharedState;
   /** Takes an upgrade on a host that is not a share's (the tunnel endpoint); true when it did. */
   readonly onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 }
@@ -78,7 +81,14 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
   const endpointUrl =
     typeof options.endpointUrl === 'function' ? options.endpointUrl(portOf(server)) : options.endpointUrl;
   const auth = options.oauth
-    ? new Authenticator({ ...options.oauth, endpointUrl }, () => shares, metrics, log, options.clock)
+    ? new Authenticator(
+        { ...options.oauth, endpointUrl },
+        () => shares,
+        metrics,
+        log,
+        options.clock,
+        options.sharedState,
+      )
     : undefined;
   const proxy = createShareProxy(metrics, limits.backendTimeoutMs);
   const deps: ShareHandlerDeps = { auth, cookieName: options.oauth?.cookieName, endpointUrl, proxy, metrics, log };

@@ -7,42 +7,44 @@ const sealer = createSealer('s'.repeat(32), 'e'.repeat(24));
 const cookieOf = (setCookie: string) => setCookie.split(';')[0];
 
 describe('login state', () => {
-  it('completes once and refuses the replay', () => {
+  it('completes once and refuses the replay', async () => {
     const states = new LoginStates(sealer, 'svc-auth-session', 60_000, { domain: 'example.com', secure: true });
     const login = states.start('corp', 'abc', '/x?y=1');
-    const done = states.complete('corp', login.state, cookieOf(login.setCookie));
+    const done = await states.complete('corp', login.state, cookieOf(login.setCookie));
     expect(done).toMatchObject({
       state: { provider: 'corp', share: 'abc', path: '/x?y=1' },
       nonce: login.nonce,
       codeVerifier: login.codeVerifier,
     });
-    expect(states.complete('corp', login.state, cookieOf(login.setCookie))).toBe('the login state was already used');
+    expect(await states.complete('corp', login.state, cookieOf(login.setCookie))).toBe(
+      'the login state was already used',
+    );
   });
 
-  it('refuses an expired state (intermediate_lifetime) and a cookie from another login', () => {
+  it('refuses an expired state (intermediate_lifetime) and a cookie from another login', async () => {
     const clock = new TestClock();
     const timedSealer = createSealer('s'.repeat(32), 'e'.repeat(24), clock);
     const options = { domain: 'example.com', secure: true };
     const states = new LoginStates(timedSealer, 'svc-auth-session', 30, options, clock);
     const first = states.start('corp', 'abc', '/');
     const second = states.start('corp', 'abc', '/');
-    expect(states.complete('corp', first.state, cookieOf(second.setCookie))).toBe(
+    expect(await states.complete('corp', first.state, cookieOf(second.setCookie))).toBe(
       'the login was started in another browser or has expired',
     );
     clock.advance(50);
-    expect(states.complete('corp', second.state, cookieOf(second.setCookie))).toBe(
+    expect(await states.complete('corp', second.state, cookieOf(second.setCookie))).toBe(
       'the login state is invalid or expired',
     );
   });
 
-  it('completes logins of two tabs in either order, each once, and forgets the oldest beyond five', () => {
+  it('completes logins of two tabs in either order, each once, and forgets the oldest beyond five', async () => {
     const states = new LoginStates(sealer, 'svc-auth-session', 60_000, { domain: 'example.com', secure: true });
     const first = states.start('corp', 'abc', '/one');
     const second = states.start('corp', 'abc', '/two', cookieOf(first.setCookie));
-    const doneSecond = states.complete('corp', second.state, cookieOf(second.setCookie));
+    const doneSecond = await states.complete('corp', second.state, cookieOf(second.setCookie));
     expect(doneSecond).toMatchObject({ state: { path: '/two' }, codeVerifier: second.codeVerifier });
     const remaining = cookieOf((doneSecond as { setCookie: string }).setCookie);
-    const doneFirst = states.complete('corp', first.state, remaining);
+    const doneFirst = await states.complete('corp', first.state, remaining);
     expect(doneFirst).toMatchObject({ state: { path: '/one' }, codeVerifier: first.codeVerifier });
     expect((doneFirst as { setCookie: string }).setCookie).toMatch(/^svc-auth-session-login=; .*Max-Age=0/);
     let cookie = cookieOf(first.setCookie);
@@ -52,10 +54,10 @@ describe('login state', () => {
       many.push(next);
       cookie = cookieOf(next.setCookie);
     }
-    expect(states.complete('corp', many[0]!.state, cookie)).toBe(
+    expect(await states.complete('corp', many[0]!.state, cookie)).toBe(
       'the login was started in another browser or has expired',
     );
-    expect(states.complete('corp', many[5]!.state, cookie)).toMatchObject({ state: { path: '/4' } });
+    expect(await states.complete('corp', many[5]!.state, cookie)).toMatchObject({ state: { path: '/4' } });
   });
 
   it('keeps the PKCE verifier and nonce out of the state parameter', () => {

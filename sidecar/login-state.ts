@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../lib/clock.ts';
 import { parseCookies, serializeCookie, type CookieOptions } from './cookies.ts';
 import type { Sealer } from './seal.ts';
+import { localSharedState, type SharedState } from './shared-state.ts';
 
 /** What the signed `state` parameter carries through the provider round trip. */
 export interface LoginState {
@@ -54,7 +55,7 @@ export interface CompletedLogin {
  */
 export class LoginStates {
   readonly cookieName: string;
-  private readonly used = new Map<string, number>();
+  private readonly replay: Pick<SharedState, 'claimLogin'>;
   private readonly sealer: Sealer;
   private readonly lifetimeMs: number;
   private readonly cookieOptions: Omit<CookieOptions, 'maxAgeSeconds'>;
@@ -66,7 +67,9 @@ export class LoginStates {
     lifetimeMs: number,
     cookieOptions: Omit<CookieOptions, 'maxAgeSeconds'>,
     clock: Clock = systemClock,
+    replay: Pick<SharedState, 'claimLogin'> = localSharedState(clock),
   ) {
+    this.replay = replay;
     this.sealer = sealer;
     this.cookieName = `${cookieName}-login`;
     this.lifetimeMs = lifetimeMs;
@@ -97,11 +100,11 @@ export class LoginStates {
    * Checks a callback's `state` against the provider in the path and the browser's login cookie.
    * Returns a reason string when refused, so the error page and metrics can say why.
    */
-  complete(
+  async complete(
     provider: string,
     stateParam: string | undefined,
     cookieHeader: string | undefined,
-  ): CompletedLogin | string {
+  ): Promise<CompletedLogin | string> {
     if (!stateParam) return 'the login response has no state';
     const state = this.sealer.open<LoginState>('state', stateParam);
     if (!state) return 'the login state is invalid or expired';
@@ -109,9 +112,8 @@ export class LoginStates {
     const pending = this.pending(cookieHeader);
     const secrets = pending.find((s) => s.id === state.id);
     if (!secrets) return 'the login was started in another browser or has expired';
-    this.prune();
-    if (this.used.has(state.id)) return 'the login state was already used';
-    this.used.set(state.id, this.clock.now() + this.lifetimeMs);
+    if (!(await this.replay.claimLogin(state.id, this.clock.now() + this.lifetimeMs)))
+      return 'the login state was already used';
     return {
       state,
       nonce: secrets.nonce,
@@ -141,10 +143,5 @@ export class LoginStates {
 
   clearCookie(): string {
     return serializeCookie(this.cookieName, '', { ...this.cookieOptions, maxAgeSeconds: 0 });
-  }
-
-  private prune(): void {
-    const now = this.clock.now();
-    for (const [id, until] of this.used) if (until <= now) this.used.delete(id);
   }
 }

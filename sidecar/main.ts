@@ -1,10 +1,12 @@
+import cluster from 'node:cluster';
 import { watchFile, unwatchFile } from 'node:fs';
 import { ConfigError, errorText, problemText } from '../lib/errors.ts';
 import { createLogger } from '../lib/logger.ts';
 import { untilSignal } from '../lib/signals.ts';
 import { loadFrontendConfig, type FrontendConfig } from '../lib/config/frontend.ts';
-import { startFrontend } from './frontend.ts';
 import { staticShares, type ShareSource } from '../lib/share/source.ts';
+import { sharedStateOverIpc } from './shared-state.ts';
+import { runPrimary } from './workers.ts';
 
 /**
  * `svc frontend --config file`: the per-share sidecar process. Config is validated once (the
@@ -14,8 +16,14 @@ import { staticShares, type ShareSource } from '../lib/share/source.ts';
 export async function runFrontend(path: string): Promise<void> {
   const config = loadFrontendConfig(path);
   const log = createLogger('frontend');
+  if (config.workers > 1 && cluster.isPrimary) return runPrimary(config.workers, log);
+  // A worker whose primary was killed outright stops the normal way.
+  const primaryGone = (): boolean => process.kill(process.pid, 'SIGTERM');
+  if (cluster.isWorker) process.once('disconnect', primaryGone);
   let current = staticShares(config.shares);
   const shares: ShareSource = { lookup: (t) => current.lookup(t), has: (t) => current.has(t) };
+  // Imported here, not at the top: a workers' primary serves no request and never loads it.
+  const { startFrontend } = await import('./frontend.ts');
   const frontend = await startFrontend({
     listen: config.oauth.bindAddress,
     endpointUrl: config.oauth.endpointUrl,
@@ -23,6 +31,7 @@ export async function runFrontend(path: string): Promise<void> {
     oauth: config.oauth,
     shares,
     logger: log,
+    ...(cluster.isWorker ? { sharedState: sharedStateOverIpc() } : {}),
     ...(config.metricsAddress ? { metricsListen: config.metricsAddress } : {}),
   });
 
@@ -44,4 +53,9 @@ export async function runFrontend(path: string): Promise<void> {
   unwatchFile(path);
   log.info('shutting down');
   await frontend.close();
+  // A worker's IPC channel to the primary would keep it running.
+  if (cluster.isWorker) {
+    process.off('disconnect', primaryGone);
+    process.disconnect();
+  }
 }

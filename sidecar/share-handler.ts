@@ -50,8 +50,7 @@ export async function serveShare(
   }
   metrics.request('proxied');
   if (!(share.target instanceof URL)) return share.target.web(req, res, setCookie);
-  if (setCookie) proxy.addSetCookie(req, setCookie);
-  proxy.web(req, res, share.target, (err) => {
+  const onError = (err: Error): void => {
     metrics.request('upstream_error');
     if (err instanceof BackendTimeout) {
       log.warn({ share: share.token, err: errorText(err) }, 'backend timed out');
@@ -60,7 +59,8 @@ export async function serveShare(
     }
     log.warn({ share: share.token, err: errorText(err) }, 'backend unreachable');
     sendPage(res, 502, 'Backend unreachable', 'The service behind this share is not answering. Try again later.');
-  });
+  };
+  proxy.web(req, res, share.target, onError, setCookie);
 }
 
 /**

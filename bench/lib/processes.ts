@@ -184,7 +184,18 @@ export function startModule<T>(
 }
 
 /** Memory figures of a live process from /proc/<pid>/status, in KiB (undefined where not available). */
-export function memoryKiB(pid: number): { rss?: number; peak?: number } {
+/** The pids of a process's children (Linux /proc; a node:cluster primary's workers). */
+export function childPids(pid: number): number[] {
+  try {
+    const text = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+    return text ? text.split(/\s+/).map(Number) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** VmRSS, VmHWM (peak RSS) and RssAnon (private: RSS less the file pages of the binary and libraries, shared between processes). */
+export function memoryKiB(pid: number): { rss?: number; peak?: number; anon?: number } {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const field = (key: string): number | undefined => {
@@ -193,7 +204,12 @@ export function memoryKiB(pid: number): { rss?: number; peak?: number } {
     };
     const rss = field('VmRSS');
     const peak = field('VmHWM');
-    return { ...(rss !== undefined ? { rss } : {}), ...(peak !== undefined ? { peak } : {}) };
+    const anon = field('RssAnon');
+    return {
+      ...(rss !== undefined ? { rss } : {}),
+      ...(peak !== undefined ? { peak } : {}),
+      ...(anon !== undefined ? { anon } : {}),
+    };
   } catch {
     return {};
   }

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { ConfigReader, join, loadYamlFile } from '../config-reader.ts';
 import type { ListenAddress } from '../listen.ts';
 import { readShareOptions } from '../share/config-file.ts';
@@ -21,12 +22,17 @@ export interface FrontendConfig {
   readonly shares: readonly ShareRoute[];
   /** Separate listener for /metrics, /healthz, /readyz; absent means no metrics listener. */
   readonly metricsAddress?: ListenAddress;
+  /** Processes serving the listener (node:cluster); 1 (the default) is a single process. */
+  readonly workers: number;
 }
+
+/** Upper bound of `workers`: far above any core count a frontend pod gets, low enough to catch a typo. */
+export const MAX_WORKERS = 64;
 
 const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const DOMAIN = /^\.?(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
-export const TOP_KEYS = ['oauth', 'shares', 'metrics_address'];
+export const TOP_KEYS = ['oauth', 'shares', 'metrics_address', 'workers'];
 export const OAUTH_KEYS = [
   'bind_address',
   'endpoint_url',
@@ -50,14 +56,25 @@ export function parseFrontendConfig(doc: unknown, source = 'config'): FrontendCo
   let oauth: OAuthConfig | undefined;
   let shares: ShareRoute[] = [];
   let metricsAddress: ListenAddress | undefined;
+  let workers = 1;
   if (top) {
     r.unknownKeys(top, '', TOP_KEYS);
     oauth = readOAuth(r, top.oauth);
     if (top.metrics_address !== undefined) metricsAddress = r.bindAddress(top, 'metrics_address', '');
+    workers = readWorkers(r, top.workers);
     shares = readShares(r, top.shares, oauth);
   }
   r.finish(source);
-  return { oauth: oauth as OAuthConfig, shares, ...(metricsAddress ? { metricsAddress } : {}) };
+  return { oauth: oauth as OAuthConfig, shares, ...(metricsAddress ? { metricsAddress } : {}), workers };
+}
+
+/** `workers`: a whole number 1–MAX_WORKERS, or `auto` (one per core this process may use). */
+function readWorkers(r: ConfigReader, value: unknown): number {
+  if (value === undefined || value === null) return 1;
+  if (value === 'auto') return Math.min(availableParallelism(), MAX_WORKERS);
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_WORKERS) return value;
+  r.problem('workers', `must be a whole number 1–${MAX_WORKERS} or "auto", got ${JSON.stringify(value)}`);
+  return 1;
 }
 
 /** Validates the `oauth` section; exported for the single-machine service, which embeds it. */

@@ -1,9 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
+import { spawnFrontend } from '../support/frontend-process.ts';
 import { get } from '../support/http.ts';
 
 /** `svc frontend --config file` as the sidecar runs it: a real process, its file edited under it. */
@@ -11,7 +12,7 @@ describe('svc frontend process', () => {
   let backend: EchoBackend;
   let child: ChildProcess;
   let port = 0;
-  let stderr = '';
+  let logged = (): string => '';
   const dir = mkdtempSync(join(tmpdir(), 'svc-sidecar-'));
   const file = join(dir, 'frontend.yaml');
   const write = (tokens: string[]) =>
@@ -36,17 +37,9 @@ ${tokens.map((t) => `  - { token: ${t}, target: "${backend.url.href}" }`).join('
   beforeAll(async () => {
     backend = await startEchoBackend();
     write(['one']);
-    child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/svc.js'), 'frontend', '--config', file], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    port = await new Promise<number>((resolve, reject) => {
-      child.stderr?.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString('utf8');
-        const match = /"port":(\d+)/.exec(stderr);
-        if (match) resolve(Number(match[1]));
-      });
-      child.on('exit', (code) => reject(new Error(`frontend exited ${code}: ${stderr}`)));
-    });
+    const frontend = await spawnFrontend(file);
+    ({ child, port } = frontend);
+    logged = frontend.stderr;
   });
   afterAll(async () => {
     child?.kill('SIGTERM');
@@ -71,10 +64,10 @@ ${tokens.map((t) => `  - { token: ${t}, target: "${backend.url.href}" }`).join('
 
   it('keeps the last good shares when an edit is invalid, and logs why without secrets', async () => {
     writeFileSync(file, 'oauth: {}\nshares: nope\n');
-    expect(await eventually(() => Promise.resolve(stderr.includes('configuration change rejected')))).toBe(true);
+    expect(await eventually(() => Promise.resolve(logged().includes('configuration change rejected')))).toBe(true);
     expect((await get(port, host('two'), '/')).status).toBe(200);
-    expect(stderr).not.toContain('very-secret-value');
-    expect(stderr).not.toContain('k'.repeat(40));
+    expect(logged()).not.toContain('very-secret-value');
+    expect(logged()).not.toContain('k'.repeat(40));
   });
 
   it('stops cleanly on SIGTERM', async () => {
