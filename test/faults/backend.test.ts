@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { suiteFigures } from '../support/figures.ts';
 import { UNREACHABLE_IDP1, startTestFrontend, type TestFrontend } from '../support/frontend.ts';
-import { get } from '../support/http.ts';
+import { get, repeatVisits } from '../support/http.ts';
 import { rawExchange } from '../support/raw-socket.ts';
 
 /**
@@ -79,10 +79,9 @@ describe('backend faults', () => {
   it('a backend that never answers: 504 "Backend timeout" at the backend timeout, others served meanwhile', async () => {
     const started = Date.now();
     const waiting = get(fe.port, fe.host('slow'), '/');
-    const others: number[] = [];
-    const visitor = setInterval(() => void get(fe.port, fe.host('ok'), '/').then((r) => others.push(r.status)), 100);
+    const visitor = repeatVisits(100, () => get(fe.port, fe.host('ok'), '/'));
     const reply = await waiting;
-    clearInterval(visitor);
+    const others = await visitor.stop();
     const tookMs = Date.now() - started;
     expect(reply.status).toBe(504);
     expect(reply.body).toContain('Backend timeout');

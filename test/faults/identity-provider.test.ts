@@ -4,7 +4,7 @@ import { startDevIdentityProvider } from '../../sidecar/dev-idp.ts';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { suiteFigures } from '../support/figures.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
-import { cookiesFrom, get } from '../support/http.ts';
+import { cookiesFrom, get, repeatVisits } from '../support/http.ts';
 import { startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
 import { callback, startLogin } from '../support/oauth-flow.ts';
 import { mintSessionCookie } from '../support/session.ts';
@@ -118,12 +118,9 @@ describe('idp1 slow (accepts, never answers)', () => {
     const back = await idp1.authorize(authorizeUrl);
     const started = Date.now();
     const waiting = callback(fe, back, loginCookie);
-    const others: number[] = [];
-    const visitor = setInterval(() => {
-      void get(fe.port, fe.host('open'), '/').then((r) => others.push(r.status));
-    }, 250);
+    const visitor = repeatVisits(250, () => get(fe.port, fe.host('open'), '/'));
     const reply = await waiting;
-    clearInterval(visitor);
+    const others = await visitor.stop();
     const tookMs = Date.now() - started;
     expect(reply.status).toBe(502);
     expect(reply.body).toContain('Login failed');

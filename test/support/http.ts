@@ -50,3 +50,28 @@ export function cookiesFrom(reply: Reply): string {
     .filter((c) => !c.endsWith('='))
     .join('; ');
 }
+
+/**
+ * Visits something every `everyMs` until `stop()`, which waits for every visit still in flight and
+ * returns their statuses in the order they answered (a visit that failed counts as 0). Awaiting
+ * them matters: a visit in flight when the test closes its servers would otherwise reject unobserved.
+ */
+export function repeatVisits(everyMs: number, visit: () => Promise<{ status: number }>): { stop(): Promise<number[]> } {
+  const statuses: number[] = [];
+  const visits: Promise<void>[] = [];
+  const timer = setInterval(() => {
+    visits.push(
+      visit().then(
+        (r) => void statuses.push(r.status),
+        () => void statuses.push(0),
+      ),
+    );
+  }, everyMs);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await Promise.all(visits);
+      return statuses;
+    },
+  };
+}
