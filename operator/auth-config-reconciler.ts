@@ -14,7 +14,8 @@ import {
   type KubeObject,
   type Share,
 } from '../lib/kube/resources.ts';
-import { childName, shareEntry, validateShare, type ValidShare } from './share-children.ts';
+import { childName, shareEntry, type ValidShare } from './share-children.ts';
+import { ShareMemo } from './share-memo.ts';
 import type { Change, Watches } from './watches.ts';
 
 /** The single work-queue key of the auth-endpoint config. */
@@ -47,6 +48,8 @@ export interface AuthConfigReconcilerDeps {
   readonly logger: Logger;
   /** Where the auth endpoint's config Secret lives (the release namespace). */
   readonly secret: { namespace: string; name: string };
+  /** Validations shared with the Share reconciler; one of its own if absent. */
+  readonly memo?: ShareMemo;
 }
 
 /** Keeps the auth-endpoint config Secret listing every OAuth share; applies only on change. */
@@ -57,9 +60,11 @@ export class AuthConfigReconciler implements Reconciler {
   readonly watches: Watches;
   private readonly deps: AuthConfigReconcilerDeps;
   private lastApplied: string | undefined;
+  private readonly memo: ShareMemo;
 
   constructor(deps: AuthConfigReconcilerDeps) {
     this.deps = deps;
+    this.memo = deps.memo ?? new ShareMemo(deps.caches.shares);
     const only = [AUTH_CONFIG_KEY];
     this.watches = {
       keys: only,
@@ -83,7 +88,7 @@ export class AuthConfigReconciler implements Reconciler {
     const ordered = this.deps.caches.shares.list().filter((s) => s.spec?.oauth && !s.metadata.deletionTimestamp);
     ordered.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''));
     for (const share of ordered) {
-      const v = validateShare(share, install.value);
+      const v = this.memo.validate(share, install.value);
       if (v.ok && !seen.has(v.value.token)) {
         seen.add(v.value.token);
         shares.push(v.value);
