@@ -14,6 +14,7 @@
  *
  *   npm run bench:controller
  *   npm run bench:controller -- --shares 200 --duration 5
+ *   npm run bench:controller -- --profile      # controller and agent under node --cpu-prof
  */
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
@@ -26,6 +27,7 @@ import { cpuSeconds, installCleanup, memoryKiB, scratchDir, startProcess, stopAl
 import { startSvcServe, svcCommand, waitForOutput } from './lib/svc.ts';
 import { fixed, machineLines, markdownTable, mib, writeMarkdown } from './lib/report.ts';
 import { intArg } from './lib/load-args.ts';
+import { summarizeProfiles } from './lib/cpu-profile.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -33,6 +35,7 @@ const { values: flags } = parseArgs({
     concurrency: { type: 'string', default: '8' },
     'status-samples': { type: 'string', default: '200' },
     duration: { type: 'string', default: '10' },
+    profile: { type: 'boolean', default: false },
   },
 });
 const SHARES = intArg('shares', flags.shares, 1, 100_000);
@@ -56,11 +59,27 @@ function stats(ms: readonly number[]): { p50: number; p99: number; mean: number 
   };
 }
 
+/** Self time of each profiled process's busiest functions (whole life, start-up included). */
+function profileSections(dirs: Record<string, string>): string[] {
+  return Object.entries(dirs).flatMap(([name, dir]) => {
+    const summary = summarizeProfiles(dir, 12);
+    return [
+      '',
+      `${name} (\`node --cpu-prof\`, ${summary.busyMs.toFixed(0)} ms busy), self time:`,
+      '',
+      ...summary.frames.map((f) => `- ${(f.share * 100).toFixed(1)} % ${f.name}`),
+    ];
+  });
+}
+
 async function main(): Promise<void> {
   installCleanup();
   const loadBefore = loadavg();
   const base = scratchDir('svc-bench-controller-');
   const controllerDir = join(base, 'controller');
+  const profileDirs = { controller: join(base, 'profile-controller'), agent: join(base, 'profile-agent') };
+  const nodeFlags = (name: keyof typeof profileDirs): string[] =>
+    flags.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDirs[name]] : [];
   const agentDir = join(base, 'agent');
   const backend = await startFixedBackend();
   const zId = (await svcCommand(['admin', 'create', 'identity', 'main', '--data-dir', controllerDir])).trim();
@@ -76,7 +95,7 @@ async function main(): Promise<void> {
   const controller = await startProcess({
     name: 'svc controller',
     command: process.execPath,
-    args: [join(ROOT, 'bin', 'svc.js'), 'controller', '--config', config],
+    args: [...nodeFlags('controller'), join(ROOT, 'bin', 'svc.js'), 'controller', '--config', config],
     cwd: ROOT,
     env: { ...process.env, SVC_DATA_DIR: '', SVC_API_ENDPOINT: '', SVC_LOG_LEVEL: 'warn' },
     timeoutMs: 60_000,
@@ -86,7 +105,7 @@ async function main(): Promise<void> {
   const account = (await svcCommand(['admin', 'create', 'account', 'bench@example.com', '--config', config])).trim();
   const envZId = (await svcCommand(['enable', account, '--api-endpoint', apiBase, '--data-dir', agentDir])).trim();
   await svcCommand(['agent', 'enroll', '--yes', '--data-dir', agentDir]);
-  const agent = await startSvcServe({ name: 'svc serve (agent)', dataDir: agentDir });
+  const agent = await startSvcServe({ name: 'svc serve (agent)', dataDir: agentDir, nodeFlags: nodeFlags('agent') });
   await waitForOutput(agent, /remoting: connected to the controller/);
 
   const call = async (path: string, body: Record<string, unknown>): Promise<{ ms: number; body: unknown }> => {
@@ -212,7 +231,9 @@ async function main(): Promise<void> {
   );
   const growth = markdownTable(['shares n (in creation order)', '/agent/share p50 ms', 'p99 ms'], bucketRows);
   const memory = `Peak RSS: controller ${mib(memoryKiB(controller.pid).peak)}, agent ${mib(memoryKiB(agent.pid).peak)}.`;
-  console.log([table, '', growth, '', memory].join('\n'));
+  await stopAll(); // profiles are written as the processes exit
+  const profiles = flags.profile ? profileSections(profileDirs) : [];
+  console.log([table, '', growth, '', memory, ...profiles].join('\n'));
   await writeMarkdown(
     REPORT,
     [
@@ -227,11 +248,11 @@ async function main(): Promise<void> {
       growth,
       '',
       memory,
+      ...profiles,
       '',
     ].join('\n'),
   );
   console.error(`wrote ${REPORT}`);
-  await stopAll();
   await backend.close();
 }
 
