@@ -13,7 +13,7 @@
  *   npm run bench:operator -- --profile                     # + operator --cpu-prof, apiserver pprof
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
@@ -63,6 +63,27 @@ function metricSum(text: string, name: string, filter: (labels: string) => boole
 
 const isReady = (s: Share): boolean =>
   s.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
+/**
+ * Seconds the process's threads spent runnable but waiting for a CPU (sum of the second field of
+ * /proc/<pid>/task/<tid>/schedstat): on a shared machine, how much of the wall time was the
+ * machine's load rather than the work.
+ */
+function runQueueWaitSeconds(pid: number): number {
+  let ns = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1] ?? 0);
+      } catch {
+        // the thread exited meanwhile
+      }
+    }
+  } catch {
+    return NaN;
+  }
+  return ns / 1e9;
+}
 
 /** CPU seconds of each named process, this one included. */
 function cpuOf(pids: Record<string, number>): Record<string, number> {
@@ -148,6 +169,8 @@ async function main(): Promise<void> {
     const base = await metrics();
     const baseRequests = metricSum(base, 'svc_operator_api_requests_total');
     const cpu0 = cpuOf(pids);
+    const waits = (): number[] => Object.values(pids).map(runQueueWaitSeconds);
+    const wait0 = waits();
 
     const t0 = Date.now();
     const pprofFile = profileDir ? join(profileDir, 'kube-apiserver.pprof') : undefined;
@@ -178,6 +201,7 @@ async function main(): Promise<void> {
     clearTimeout(timeout);
     const allReadyMs = Date.now() - t0;
     const cpu1 = cpuOf(pids);
+    const waited = waits().map((w, i) => w - wait0[i]!);
     const afterReconcile = await metrics();
     const reconcileRequests = metricSum(afterReconcile, 'svc_operator_api_requests_total') - baseRequests;
     const verbCount = (verb: string): number =>
@@ -206,7 +230,7 @@ async function main(): Promise<void> {
     const perShareMs = (name: string): string => ((phaseCpu(name) / SHARES) * 1000).toFixed(2);
     const rows = [
       ['Shares (every 5th with OAuth: +1 Secret)', `${SHARES}`],
-      ['Operator `--concurrency`', `${CONCURRENCY ?? 'default (4)'}`],
+      ['Operator `--concurrency`', `${CONCURRENCY ?? "the operator's default"}`],
       ['Creating them (bench client, 16 in parallel)', `${(created / 1000).toFixed(1)} s`],
       ['**All Ready (from first create)**', `**${(allReadyMs / 1000).toFixed(1)} s**`],
       [
@@ -218,6 +242,10 @@ async function main(): Promise<void> {
         `CPU until all Ready: ${name === 'bench' ? 'bench client (creates + watch)' : name}`,
         `${phaseCpu(name).toFixed(1)} s (${perShareMs(name)} ms/share, ${((phaseCpu(name) / allReadyMs) * 100_000).toFixed(0)} % of one core)`,
       ]),
+      [
+        'Waiting for a CPU until all Ready (run queue): operator / kube-apiserver / etcd',
+        `${waited.map((w) => `${w.toFixed(1)} s`).join(' / ')} (threads summed; the machine's load)`,
+      ],
       [`Steady state over ${STEADY_SECONDS} s: operator CPU`, `${steadyPercent('operator')} of one core`],
       [
         `Steady state over ${STEADY_SECONDS} s: kube-apiserver / etcd CPU`,

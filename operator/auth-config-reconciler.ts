@@ -20,8 +20,12 @@ import type { Change, Watches } from './watches.ts';
 
 /** The single work-queue key of the auth-endpoint config. */
 export const AUTH_CONFIG_KEY = '/auth-frontend';
-/** OAuth share changes reach the auth config at most twice a second: a burst of new shares is one apply. */
-const SHARE_BURST_MS = 500;
+/**
+ * OAuth share changes reach the auth config at most once a second: a burst of new shares is one
+ * apply (each run renders every OAuth share's entry). The auth endpoint sees a new Secret only when
+ * the kubelet next syncs its volume (up to a minute), so a second here is not noticeable.
+ */
+const SHARE_BURST_MS = 1000;
 
 /**
  * The config of the installation's auth endpoint (`<release>-auth` Deployment running `svc
@@ -94,8 +98,11 @@ export class AuthConfigReconciler implements Reconciler {
         shares.push(v.value);
       }
     }
-    const config = toYaml(authFrontendConfig(install.value, shares));
-    if (config === this.lastApplied) return { result: 'success' };
+    const desired = authFrontendConfig(install.value, shares);
+    // Compared as JSON, which is much cheaper than rendering the YAML for an unchanged config.
+    const key = JSON.stringify(desired);
+    if (key === this.lastApplied) return { result: 'success' };
+    const config = toYaml(desired);
     const { namespace, name } = this.deps.secret;
     const secret: KubeObject = {
       apiVersion: 'v1',
@@ -109,7 +116,7 @@ export class AuthConfigReconciler implements Reconciler {
       data: { [FRONTEND_CONFIG_FILE]: Buffer.from(config).toString('base64') },
     };
     await this.deps.client.apply(resourcePath(SECRETS, namespace, name), secret);
-    this.lastApplied = config;
+    this.lastApplied = key;
     this.deps.logger.info(
       { secret: `${namespace}/${name}`, oauthShares: shares.length },
       'auth endpoint config updated',

@@ -41,6 +41,13 @@ describe('ShareMemo', () => {
     const recreated = memo.validate({ ...a, metadata: { ...a.metadata, uid: 'uid-other' } }, undefined);
     expect(recreated).not.toBe(first);
     expect(recreated.ok && recreated.value.token).not.toBe(first.ok && first.value.token);
+    // With a generation (as from the API server) the generation stands for the spec.
+    const g1 = share('g', { backendMode: 'proxy', target: 'http://app:8080' });
+    g1.metadata.generation = 1;
+    const atOne = memo.validate(g1, undefined);
+    expect(memo.validate({ ...g1, status: { token: 'x' } }, undefined)).toBe(atOne);
+    const g2 = { ...g1, metadata: { ...g1.metadata, generation: 2 }, spec: { backendMode: 'proxy', target: 'bad' } };
+    expect(memo.validate(g2 as Share, undefined).ok).toBe(false);
     // Only the provider names are read for a share without OAuth.
     const other = { oauth: { providers: [] } } as unknown as Installation;
     expect(memo.validate(a, other)).not.toBe(memo.validate(a, undefined));

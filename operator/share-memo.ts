@@ -5,7 +5,7 @@ import { validateShare, type ShareChildren, type ValidShare } from './share-chil
 import type { WatchSource } from './watches.ts';
 
 interface Entry {
-  /** uid and spec: what validation and the desired children depend on besides the installation. */
+  /** uid and spec (its generation): what validation and the desired children depend on besides the installation. */
   readonly fingerprint: string;
   readonly installation: Installation | undefined;
   readonly validation: Result<ValidShare>;
@@ -40,7 +40,10 @@ export class ShareMemo {
 
   private entry(share: Share, installation: Installation | undefined): Entry {
     const key = objectKey(share);
-    const fingerprint = `${share.metadata.uid ?? ''}\n${JSON.stringify(share.spec ?? {})}`;
+    // The API server bumps metadata.generation on every spec change (the status is a subresource);
+    // serializing the spec is the fallback for objects without one.
+    const { uid = '', generation } = share.metadata;
+    const fingerprint = `${uid}\n${generation ?? JSON.stringify(share.spec ?? {})}`;
     const hit = this.entries.get(key);
     if (hit && hit.fingerprint === fingerprint && hit.installation === installation) return hit;
     const entry: Entry = { fingerprint, installation, validation: validateShare(share, installation) };
