@@ -25,7 +25,7 @@ export function registerOperatorCommands(program: Command): void {
       '--auth-secret <ns/name>',
       "the auth endpoint's config Secret to maintain (default <release>-auth-frontend beside the frontend Secret)",
     )
-    .option('--concurrency <n>', 'reconciles running at once per kind', '4')
+    .option('--concurrency <n>', 'reconciles running at once per kind', '16')
     .action(async (flags: Record<string, string | string[] | boolean | undefined>) => {
       const { parseOperatorFlags } = await import('../operator/options.ts');
       const options = parseOperatorFlags(flags);

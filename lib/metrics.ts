@@ -12,7 +12,11 @@ export class MetricSet {
 
   constructor(prefix: string, options: { defaultMetrics?: boolean } = {}) {
     this.prefix = prefix;
-    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix });
+    // The event-loop-lag collector samples with a timer: at prom-client's default 10 ms it woke an
+    // idle process 100 times a second, 0.8 % of a core (all of an idle operator's CPU; every share
+    // pod's sidecar too). At 100 ms it costs about 0.1 % and still catches any stall that matters.
+    if (options.defaultMetrics !== false)
+      collectDefaultMetrics({ register: this.registry, prefix, eventLoopMonitoringPrecision: 100 });
   }
 
   protected counter<L extends string = never>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {

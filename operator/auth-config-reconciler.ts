@@ -14,13 +14,18 @@ import {
   type KubeObject,
   type Share,
 } from '../lib/kube/resources.ts';
-import { childName, shareEntry, validateShare, type ValidShare } from './share-children.ts';
+import { childName, shareEntry, type ValidShare } from './share-children.ts';
+import { ShareMemo } from './share-memo.ts';
 import type { Change, Watches } from './watches.ts';
 
 /** The single work-queue key of the auth-endpoint config. */
 export const AUTH_CONFIG_KEY = '/auth-frontend';
-/** OAuth share changes reach the auth config at most twice a second: a burst of new shares is one apply. */
-const SHARE_BURST_MS = 500;
+/**
+ * OAuth share changes reach the auth config at most once a second: a burst of new shares is one
+ * apply (each run renders every OAuth share's entry). The auth endpoint sees a new Secret only when
+ * the kubelet next syncs its volume (up to a minute), so a second here is not noticeable.
+ */
+const SHARE_BURST_MS = 1000;
 
 /**
  * The config of the installation's auth endpoint (`<release>-auth` Deployment running `svc
@@ -47,6 +52,8 @@ export interface AuthConfigReconcilerDeps {
   readonly logger: Logger;
   /** Where the auth endpoint's config Secret lives (the release namespace). */
   readonly secret: { namespace: string; name: string };
+  /** Validations shared with the Share reconciler; one of its own if absent. */
+  readonly memo?: ShareMemo;
 }
 
 /** Keeps the auth-endpoint config Secret listing every OAuth share; applies only on change. */
@@ -57,9 +64,11 @@ export class AuthConfigReconciler implements Reconciler {
   readonly watches: Watches;
   private readonly deps: AuthConfigReconcilerDeps;
   private lastApplied: string | undefined;
+  private readonly memo: ShareMemo;
 
   constructor(deps: AuthConfigReconcilerDeps) {
     this.deps = deps;
+    this.memo = deps.memo ?? new ShareMemo(deps.caches.shares);
     const only = [AUTH_CONFIG_KEY];
     this.watches = {
       keys: only,
@@ -83,14 +92,17 @@ export class AuthConfigReconciler implements Reconciler {
     const ordered = this.deps.caches.shares.list().filter((s) => s.spec?.oauth && !s.metadata.deletionTimestamp);
     ordered.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''));
     for (const share of ordered) {
-      const v = validateShare(share, install.value);
+      const v = this.memo.validate(share, install.value);
       if (v.ok && !seen.has(v.value.token)) {
         seen.add(v.value.token);
         shares.push(v.value);
       }
     }
-    const config = toYaml(authFrontendConfig(install.value, shares));
-    if (config === this.lastApplied) return { result: 'success' };
+    const desired = authFrontendConfig(install.value, shares);
+    // Compared as JSON, which is much cheaper than rendering the YAML for an unchanged config.
+    const key = JSON.stringify(desired);
+    if (key === this.lastApplied) return { result: 'success' };
+    const config = toYaml(desired);
     const { namespace, name } = this.deps.secret;
     const secret: KubeObject = {
       apiVersion: 'v1',
@@ -104,7 +116,7 @@ export class AuthConfigReconciler implements Reconciler {
       data: { [FRONTEND_CONFIG_FILE]: Buffer.from(config).toString('base64') },
     };
     await this.deps.client.apply(resourcePath(SECRETS, namespace, name), secret);
-    this.lastApplied = config;
+    this.lastApplied = key;
     this.deps.logger.info(
       { secret: `${namespace}/${name}`, oauthShares: shares.length },
       'auth endpoint config updated',

@@ -14,6 +14,7 @@ import { LeaderElector } from './leader.ts';
 import { Leadership } from './leadership.ts';
 import { OperatorMetrics } from './metrics.ts';
 import type { OperatorOptions } from './options.ts';
+import { ShareMemo } from './share-memo.ts';
 import { ShareReconciler } from './share-reconciler.ts';
 import { wireWatches } from './watches.ts';
 
@@ -62,6 +63,7 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
   const installation = new InstallationState(caches.frontendSecret, options.frontendSecret, logger);
   const events = new EventRecorder(client, logger, options.identity);
   const { image } = options;
+  const memo = new ShareMemo(caches.shares);
   const reconcilers: Reconciler[] = [
     new ShareReconciler({
       client,
@@ -72,9 +74,10 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
       image,
       domain: options.shareDomain,
       ingress: options.ingress,
+      memo,
     }),
     new AccessReconciler({ client, caches, events, logger, image }),
-    new AuthConfigReconciler({ client, caches, installation, logger, secret: options.authSecret }),
+    new AuthConfigReconciler({ client, caches, installation, logger, secret: options.authSecret, memo }),
     new EnrollmentReconciler({ client, caches, events, logger, image }),
   ];
   const backoff = options.reconcileBackoff ?? { baseMs: 1000, maxMs: 300_000 };

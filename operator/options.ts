@@ -75,7 +75,7 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
   if (!image) r.problem('--image', 'required (the svc container image the share pods run)', 'required');
   else if (/\s/.test(image)) r.problem('--image', 'must not contain whitespace');
   const metricsListen = r.listenAddress(flags.metricsListen ?? '0.0.0.0:8080', '--metrics-listen');
-  const concurrency = Number(flags.concurrency ?? '4');
+  const concurrency = Number(flags.concurrency ?? '16');
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
     r.problem('--concurrency', 'must be an integer 1-64');
   if (r.problems.length > 0 || !frontendSecret || !authSecret || !metricsListen)

@@ -23,7 +23,9 @@ import {
   type Share,
   type ShareStatus,
 } from '../lib/kube/resources.ts';
-import { childName, desiredShareChildren, frontendSecretName, validateShare } from './share-children.ts';
+import { childName, desiredShareChildren, frontendSecretName } from './share-children.ts';
+import { ShareMemo } from './share-memo.ts';
+import { ShareTokens } from './share-tokens.ts';
 import { createdSuffix, deploymentAvailable } from './status.ts';
 import type { Change, Watches } from './watches.ts';
 
@@ -36,6 +38,8 @@ export interface ShareReconcilerDeps {
   readonly image: string;
   readonly domain: string;
   readonly ingress?: ShareIngressOptions;
+  /** Shared with the auth-config reconciler, which validates the same Shares; one of its own if absent. */
+  readonly memo?: ShareMemo;
 }
 
 /** The status fields this reconciler writes besides the conditions. */
@@ -49,10 +53,14 @@ type ShareStatusFields = Pick<ShareStatus, 'token' | 'frontendEndpoints'>;
  */
 export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share, ShareStatusFields> {
   readonly watches: Watches;
+  private readonly memo: ShareMemo;
+  private readonly tokens: ShareTokens;
 
   constructor(deps: ShareReconcilerDeps) {
     super(deps, SHARES, 'share');
     const { shares, deployments, services, ingresses, secrets, frontendSecret } = deps.caches;
+    this.memo = deps.memo ?? new ShareMemo(shares);
+    this.tokens = new ShareTokens(shares);
     this.watches = {
       for: shares,
       owns: [deployments, services, ingresses, secrets],
@@ -72,7 +80,8 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
     if (!share || share.metadata.deletionTimestamp) return { result: 'success' };
 
     const install = installation.current();
-    const validation = validateShare(share, install?.ok ? install.value : undefined);
+    const installed = install?.ok ? install.value : undefined;
+    const validation = this.memo.validate(share, installed);
     if (!validation.ok) {
       const waiting = validation.problems.some((p) => p.code === 'not_ready');
       return await this.notReady(
@@ -92,12 +101,14 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
         'invalid',
       );
 
-    const children = desiredShareChildren(share, valid, {
-      image,
-      domain,
-      ...(ingress ? { ingress } : {}),
-      ...(install?.ok ? { installation: install.value } : {}),
-    });
+    const children = this.memo.children(share, installed, () =>
+      desiredShareChildren(share, valid, {
+        image,
+        domain,
+        ...(ingress ? { ingress } : {}),
+        ...(installed ? { installation: installed } : {}),
+      }),
+    );
     const created: string[] = [];
     const apply = async (resource: Resource, desired: KubeObject | undefined, childName: string): Promise<void> => {
       const live = this.live(resource, namespace, childName);
@@ -161,19 +172,16 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
     if (change.type !== 'deleted') return [];
     const token = change.object.status?.token ?? change.object.spec?.token;
     if (!token) return [];
-    return this.deps.caches.shares
-      .list()
-      .filter((other) => (other.spec?.token ?? other.status?.token) === token)
-      .map(objectKey);
+    return this.tokens.sharing(token).map(objectKey);
   }
 
   /** Another Share created earlier that holds the same token (tokens are host names: unique). */
   private tokenHolder(share: Share, token: string): string | undefined {
     const mine = `${share.metadata.creationTimestamp ?? ''}/${share.metadata.namespace}/${share.metadata.name}`;
-    for (const other of this.deps.caches.shares.list()) {
+    for (const other of this.tokens.sharing(token)) {
       if (other.metadata.uid === share.metadata.uid) continue;
-      const otherToken = other.spec?.token ?? other.status?.token;
-      if (otherToken !== token) continue;
+      // The index holds each Share's own token; the spec's wins over the status's, as here.
+      if ((other.spec?.token ?? other.status?.token) !== token) continue;
       const theirs = `${other.metadata.creationTimestamp ?? ''}/${other.metadata.namespace}/${other.metadata.name}`;
       if (theirs < mine) return `${other.metadata.namespace}/${other.metadata.name}`;
     }

@@ -197,7 +197,7 @@ describe("the reconcilers' declared watches", () => {
       live.shares.push({ type: 'ADDED', object: share('s', { token: 'tok', oauth: { provider: 'p' } }) });
       expect(queues.share.keys).toEqual(['ns/s']);
       expect(queues.access.keys).toEqual(['ns/acc', 'other/elsewhere', 'ns/acc']);
-      expect(queues.auth.keys).toEqual([`${AUTH_CONFIG_KEY}+500`]);
+      expect(queues.auth.keys).toEqual([`${AUTH_CONFIG_KEY}+1000`]);
       expect(queues.enrollment.keys).toEqual([]);
     } finally {
       await stop();
