@@ -489,7 +489,13 @@ describe('AgentEnrollment → controller → environment agent → Share objects
     });
     await eventually(async () => ((await enrollmentIdOf()) !== before ? true : undefined), 'a new enrollment', 30_000);
     // Enrolled again in the same environment: the controller answers for it (its agent is not connected).
-    expect((await call('/agent/ping', { envZId })).status).not.toBe(409);
+    // Level-based: waits for the converged state; a reconcile still running when the new file is
+    // recorded may replace the enrollment once more before it settles.
+    await eventually(
+      async () => ((await call('/agent/ping', { envZId })).status !== 409 ? true : undefined),
+      'the controller to know the new enrollment',
+      30_000,
+    );
     const e = await api(cp, enrollmentPath('team'));
     expect(condition(e, 'Ready')).toMatchObject({ status: 'True', reason: 'Enrolled' });
     expect(e.status?.envZId).toBe(envZId);
