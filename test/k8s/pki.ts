@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -82,7 +83,11 @@ export async function issueCert(dir: string, ca: CertFiles, options: LeafOptions
     ca.cert,
     '-CAkey',
     ca.key,
-    '-CAcreateserial',
+    // A random serial per certificate rather than -CAcreateserial's one serial file next to the CA,
+    // which certificates issued in parallel (envtest issues two at once) read and write at the same
+    // time ("Unable to load number from ca.srl").
+    '-set_serial',
+    `0x${randomBytes(16).toString('hex')}`,
     '-days',
     '1',
     '-extfile',

@@ -80,7 +80,6 @@ interface Certs {
 }
 
 async function issueCerts(dir: string, nodeIp: string): Promise<Certs> {
-  // One at a time: openssl keeps the CA's serial number in one file (-CAcreateserial).
   const ca = await createCa(dir);
   const saKey = await createServiceAccountKey(dir);
   const apiserver = await issueCert(dir, ca, {
