@@ -13,6 +13,7 @@ import { startOperator, type RunningOperator, type StartOperatorOptions } from '
 import { parseOperatorFlags } from '../../operator/options.ts';
 import { startControlPlane, type ControlPlane, type ControlPlaneOptions } from './envtest.ts';
 import { ApiError, rawRequest } from './raw.ts';
+import { until } from '../support/until.ts';
 
 const CRD_DIR = join(import.meta.dirname, '..', '..', 'crds');
 export const CRD_FILES = readdirSync(CRD_DIR)
@@ -178,24 +179,12 @@ export async function mergePatch(cp: ControlPlane, path: string, patch: unknown)
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `probe` until it returns a value that is not undefined/false; fails with the last error. */
-export async function eventually<T>(
+export function eventually<T>(
   probe: () => Promise<T | undefined | false>,
   what: string,
   timeoutMs = 20_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
-    await sleep(100);
-  }
+  return until(probe, what, timeoutMs);
 }
 
 export function condition(

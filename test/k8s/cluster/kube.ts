@@ -7,7 +7,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { Exec, PortForward, type KubeConfig, type V1Status } from '@kubernetes/client-node';
 import { rawRequest } from '../raw.ts';
-import { sleep } from '../processes.ts';
+import { until as pollUntil } from '../../support/until.ts';
 
 export interface Pod {
   metadata: {
@@ -47,27 +47,18 @@ export async function listPods(kc: KubeConfig, namespace: string, selector: stri
   return list.items;
 }
 
-/** Polls until `probe` returns a value; on timeout fails with the last error and `describe()`. */
+/** Polls every second until `probe` returns a value; on timeout fails with the last error and `describe()`. */
 export async function until<T>(
   what: string,
   probe: () => Promise<T | undefined | false>,
   timeoutMs = 120_000,
   describe?: () => Promise<string>,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      const detail = describe ? await describe().catch((e: unknown) => String(e)) : '';
-      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}\n${detail}`);
-    }
-    await sleep(1_000);
+  try {
+    return await pollUntil(probe, what, timeoutMs, 1_000);
+  } catch (err) {
+    const detail = describe ? await describe().catch((e: unknown) => String(e)) : '';
+    throw new Error(`${(err as Error).message}\n${detail}`, { cause: err });
   }
 }
 
