@@ -10,7 +10,6 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { leaseName } from '../../sidecar/tunnel/tunnel-leases.ts';
 import { tempDir, writeYaml, type Process } from '../controller/harness.ts';
 import {
@@ -22,7 +21,7 @@ import {
   type ControllerProcess,
 } from '../support/installation.ts';
 import { request, type Reply } from '../support/raw-http.ts';
-import { spawnTunnelBackend } from '../support/tunnel-backend.ts';
+import { spawnTunnelBackend, websocketRoundTrip } from '../support/tunnel-backend.ts';
 import { until } from '../support/until.ts';
 import { startControlPlane, type ControlPlane } from './envtest.ts';
 import { leasesOnlyUser, tunnelLeases } from './tunnel-leases.ts';
@@ -185,13 +184,7 @@ describe('svc public-frontend replicas A and B on a real API server, the agent o
     expect(JSON.stringify(seen)).not.toContain(CREDENTIAL);
     expect(reply.headers['set-cookie']).toEqual(['backend-cookie=1; Path=/']);
 
-    const socket = new WebSocket(`ws://127.0.0.1:${b.port}/ws`, { headers: { host: host(entry.token, b.port) } });
-    const echoed = await new Promise<string>((resolve, reject) => {
-      socket.on('open', () => socket.send('through B'));
-      socket.on('message', (data: Buffer) => resolve(data.toString()));
-      socket.on('error', reject);
-    });
-    socket.close();
+    const echoed = await websocketRoundTrip(b.port, host(entry.token, b.port), 'through B');
     expect(echoed).toBe('echo:through B:');
 
     await cliUnshare(dirs.laptop, entry.token);

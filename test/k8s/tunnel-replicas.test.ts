@@ -12,7 +12,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { startTunnel, type RunningTunnel } from '../../agent/tunnel/tunnel-client.ts';
 import { ControllerFileStore } from '../../controller/file-store.ts';
 import { newEnvironmentToken } from '../../controller/secrets.ts';
@@ -22,7 +21,7 @@ import { createLogger } from '../../lib/logger.ts';
 import { TUNNEL_PATH, tunnelUrl } from '../../lib/tunnel/protocol.ts';
 import { LogCapture } from '../support/frontend.ts';
 import { request, type Reply } from '../support/raw-http.ts';
-import { startTunnelBackend, type TunnelTestBackend } from '../support/tunnel-backend.ts';
+import { startTunnelBackend, type TunnelTestBackend, websocketRoundTrip } from '../support/tunnel-backend.ts';
 import { until } from '../support/until.ts';
 import { startControlPlane, type ControlPlane } from './envtest.ts';
 import { leasesOnlyUser, tunnelLeases } from './tunnel-leases.ts';
@@ -165,13 +164,7 @@ describe('a tunnel held by replica A, visitors on replica B', () => {
   });
 
   it('carries a websocket through B', async () => {
-    const socket = new WebSocket(`ws://127.0.0.1:${b.port}/ws`, { headers: { host: host('pub1', b.port) } });
-    const echoed = await new Promise<string>((resolve, reject) => {
-      socket.on('open', () => socket.send('hello'));
-      socket.on('message', (data: Buffer) => resolve(data.toString()));
-      socket.on('error', reject);
-    });
-    socket.close();
+    const echoed = await websocketRoundTrip(b.port, host('pub1', b.port), 'hello');
     expect(echoed).toBe('echo:hello:');
   });
 

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { WebSocketServer } from 'ws';
+import { WebSocket, WebSocketServer } from 'ws';
 
 export interface BackendRecord {
   readonly method: string;
@@ -112,4 +112,21 @@ export async function spawnTunnelBackend(
 if (process.argv[1] && import.meta.filename === process.argv[1]) {
   const backend = await startTunnelBackend(process.argv[2] ?? '127.0.0.1', Number(process.argv[3] ?? '0'));
   process.stdout.write(`listening ${backend.port}\n`);
+}
+
+/**
+ * Opens a WebSocket to `ws://127.0.0.1:<port>/ws` with `host` as the Host header (a share host),
+ * sends `message` and resolves with the first message that comes back, then closes.
+ */
+export async function websocketRoundTrip(port: number, host: string, message: string): Promise<string> {
+  const socket = new WebSocket(`ws://127.0.0.1:${port}/ws`, { headers: { host } });
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      socket.on('open', () => socket.send(message));
+      socket.on('message', (data: Buffer) => resolve(data.toString()));
+      socket.on('error', reject);
+    });
+  } finally {
+    socket.close();
+  }
 }

@@ -8,7 +8,7 @@ import { api, startSvc, svcCli, tempDir, writeYaml, type Process } from '../cont
 import { devLogin, launchBrowser } from '../support/browser.ts';
 import { createLab, type NetnsLab } from '../support/netns.ts';
 import { request } from '../support/raw-http.ts';
-import { spawnTunnelBackend } from '../support/tunnel-backend.ts';
+import { spawnTunnelBackend, websocketRoundTrip } from '../support/tunnel-backend.ts';
 import { until } from '../support/until.ts';
 
 /**
@@ -133,13 +133,7 @@ describe('a laptop behind NAT publishes through the installation', () => {
 
     const entry = await share(['public', `http://127.0.0.1:${backendPort}`]);
     await served(entry.token);
-    const socket = new WebSocket(`ws://127.0.0.1:${frontendPort}/ws`, { headers: { host: host(entry.token) } });
-    const echoed = await new Promise<string>((resolve, reject) => {
-      socket.on('open', () => socket.send('through the tunnel'));
-      socket.on('message', (data: Buffer) => resolve(data.toString()));
-      socket.on('error', reject);
-    });
-    socket.close();
+    const echoed = await websocketRoundTrip(frontendPort, host(entry.token), 'through the tunnel');
     expect(echoed).toBe('echo:through the tunnel:');
 
     const big = await new Promise<http.IncomingMessage>((resolve, reject) => {

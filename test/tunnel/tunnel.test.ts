@@ -16,7 +16,7 @@ import { LocalTunnels } from '../../sidecar/tunnel/locator.ts';
 import { tunnelledShares } from '../../sidecar/tunnel/routes.ts';
 import { LogCapture } from '../support/frontend.ts';
 import { request } from '../support/raw-http.ts';
-import { startTunnelBackend, type TunnelTestBackend } from '../support/tunnel-backend.ts';
+import { startTunnelBackend, type TunnelTestBackend, websocketRoundTrip } from '../support/tunnel-backend.ts';
 
 /**
  * The tunnel on loopback, in one process: the real frontend with the tunnel endpoint, agents' tunnel
@@ -143,13 +143,7 @@ describe('a public share through the tunnel', () => {
   });
 
   it('carries a websocket as an extended CONNECT stream', async () => {
-    const socket = new WebSocket(`ws://127.0.0.1:${frontend.port}/ws`, { headers: { host: host('pub1') } });
-    const echoed = await new Promise<string>((resolve, reject) => {
-      socket.on('open', () => socket.send('hello'));
-      socket.on('message', (data: Buffer) => resolve(data.toString()));
-      socket.on('error', reject);
-    });
-    socket.close();
+    const echoed = await websocketRoundTrip(frontend.port, host('pub1'), 'hello');
     expect(echoed).toBe('echo:hello:');
   });
 
