@@ -9,17 +9,22 @@
  * provider's login form. Exits non-zero when any configuration saw a non-2xx response or an error.
  *
  *   npm run bench:frontend -- [--duration 10] [--warmup 2] [--connections 32] [--load auto|autocannon|wrk] [--rate auto|N]
- *                              [--latency yes|no] [--baseline <other checkout>] [--workers N]
+ *                              [--latency yes|no] [--latency-rounds 3] [--rate-tool auto|vegeta|node]
+ *                              [--baseline <other checkout>] [--workers N]
+ *                              [--variant='<NAME=value …> <node flags …>' …]
  *
  * A bare `http.request` keep-alive proxy (bench/lib/proxy-paths.ts) is measured as the floor of a
  * Node proxy. `--baseline` runs another checkout's frontend beside this one (before/after figures in
  * one run); `--workers N` adds this frontend with `workers: N` (CPU and memory summed over its
- * processes); `--latency no` skips the fixed-rate pass.
+ * processes); each `--variant` adds this frontend started with other Node flags and environment
+ * variables (e.g. `--variant='--max-semi-space-size=4'`), to measure a runtime setting against the
+ * deployed one in the same run; `--latency no` skips the fixed-rate pass.
  *
- * oauth2-proxy (built by bench/provide-oauth2-proxy.sh, as released and with a 64-connection idle
+ * oauth2-proxy (built by bench/provide-go-tools.sh, as released and with a 64-connection idle
  * upstream pool) is measured as the peer a user would pick instead, logged in the same way. Then
  * each configuration is loaded at one fixed arrival rate (`--rate`, default half of the frontend
- * OAuth share's saturation rate) for latency without coordinated omission (bench/lib/fixed-rate.ts).
+ * OAuth share's saturation rate) for latency without coordinated omission (vegeta: bench/lib/vegeta.ts,
+ * or bench/lib/fixed-rate.ts), in interleaved rounds.
  * The report is printed and written to docs/benchmarks/frontend.md.
  *
  * `--load auto` (default) uses wrk when it is installed: written in C, it takes far less of a small
@@ -40,7 +45,7 @@ import type { LoadResult } from './lib/load.ts';
 import { intArg, loadArgs, loadOptions, type LoadArgs } from './lib/load-args.ts';
 import {
   checkTarget,
-  fixedRate,
+  fixedRateRounds,
   measure,
   reportFailures,
   type Latency,
@@ -77,6 +82,8 @@ interface Settings extends LoadArgs {
   readonly baseline: string | undefined;
   /** `--workers n` (n ≥ 2): also this checkout's frontend with `workers: n`, for per-core and whole-machine figures. */
   readonly workers: number | undefined;
+  /** `--variant`: runtime settings to measure beside the deployed ones, each one more frontend process. */
+  readonly variants: readonly RuntimeVariant[];
   /** Whether to run the fixed-rate latency pass after the saturation runs (`--latency no` halves the run). */
   readonly latency: boolean;
 }
@@ -88,11 +95,34 @@ function settings(): Settings {
       baseline: { type: 'string' },
       workers: { type: 'string' },
       latency: { type: 'string', default: 'yes' },
+      variant: { type: 'string', multiple: true, default: [] },
     },
   });
   if (values.latency !== 'yes' && values.latency !== 'no') throw new Error('--latency must be yes or no');
   const workers = values.workers === undefined ? undefined : intArg('workers', values.workers, 2, 64);
-  return { ...loadArgs(values), baseline: values.baseline, workers, latency: values.latency === 'yes' };
+  const variants = values.variant.map(parseVariant);
+  return { ...loadArgs(values), baseline: values.baseline, workers, variants, latency: values.latency === 'yes' };
+}
+
+/** Node flags and environment variables a frontend process starts with (beyond the deployed ones). */
+interface RuntimeVariant {
+  readonly text: string;
+  readonly nodeFlags: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+}
+
+/** `'MALLOC_ARENA_MAX=2 --max-semi-space-size=4'`: `NAME=value` words are environment, `--x` words Node flags. */
+function parseVariant(text: string): RuntimeVariant {
+  const nodeFlags: string[] = [];
+  const env: Record<string, string> = {};
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    const assignment = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word);
+    if (assignment?.[1] !== undefined) env[assignment[1]] = assignment[2] ?? '';
+    else if (word.startsWith('--')) nodeFlags.push(word);
+    else throw new Error(`--variant: "${word}" is neither NAME=value nor a --node-flag`);
+  }
+  if (nodeFlags.length === 0 && Object.keys(env).length === 0) throw new Error('--variant needs at least one setting');
+  return { text, nodeFlags, env };
 }
 
 async function main(): Promise<number> {
@@ -102,6 +132,7 @@ async function main(): Promise<number> {
   const loadBefore = loadavg();
   try {
     // Servers, each in its own process.
+    const variantPorts = await Promise.all(s.variants.map(() => freePort()));
     const [backend, idp, frontendPort, metricsPort, nginxPort, baselinePort, workersPort, ...peerPorts] =
       await Promise.all([
         startModule<FixedBackend>('backend', join(ROOT, 'bench/lib/fixed-backend.ts'), 'startFixedBackend', {
@@ -155,6 +186,10 @@ async function main(): Promise<number> {
       const label = `frontend, workers: ${s.workers}`;
       extras.push(await startExtraFrontend({ ...common, label, root: ROOT, port: workersPort, workers: s.workers }));
     }
+    for (const [i, variant] of s.variants.entries()) {
+      const label = `frontend (${variant.text})`;
+      extras.push(await startExtraFrontend({ ...common, label, root: ROOT, port: variantPorts[i] ?? 0, variant }));
+    }
     const frontendPids = (): number[] => [frontend.pid];
     const nginxPids = (): number[] => [nginx.process.pid, nginx.workerPid()].filter((p) => p !== undefined);
     const peers = await startPeers(backendUrl, idp.ready, peerPorts);
@@ -207,11 +242,7 @@ async function main(): Promise<number> {
 
     const frontendOAuth = results.find((r) => r.target.name.startsWith('frontend, OAuth'));
     const rate = s.rate ?? Math.max(1, Math.floor((frontendOAuth?.load.requestsPerSecond ?? 2000) / 2));
-    const latencies: Latency[] = [];
-    for (const target of s.latency ? targets : []) {
-      process.stderr.write(`${target.name}: ${s.durationSeconds}s at ${rate} req/s (fixed rate)\n`);
-      latencies.push({ target, result: await fixedRate(s, target, rate) });
-    }
+    const latencies = await fixedRateRounds(s, s.latency ? targets : [], rate, s.latencyRounds);
 
     const report = formatReport(
       s,
@@ -299,12 +330,14 @@ interface FrontendProcessOptions {
   readonly idp: { readonly issuer: string; readonly clientId: string; readonly clientSecret: string };
   /** The frontend file's `workers` (absent: the default, one process). */
   readonly workers?: number;
+  /** Node flags and environment beyond the deployed ones. */
+  readonly variant?: RuntimeVariant;
 }
 
 async function startFrontendProcess(
   options: FrontendProcessOptions,
 ): Promise<{ frontend: BenchProcess<true>; startup: Startup }> {
-  const { root, dir, port, metricsPort, backend, idp, workers } = options;
+  const { root, dir, port, metricsPort, backend, idp, workers, variant } = options;
   const config = {
     oauth: {
       bind_address: `127.0.0.1:${port}`,
@@ -340,8 +373,9 @@ async function startFrontendProcess(
   const frontend = await startProcess<true>({
     name: 'frontend',
     command: process.execPath,
-    args: [join(root, 'bin/svc.js'), 'frontend', '--config', file],
+    args: [...(variant?.nodeFlags ?? []), join(root, 'bin/svc.js'), 'frontend', '--config', file],
     cwd: root,
+    env: { ...process.env, ...variant?.env },
     ready: (line) => (line.includes('"msg":"frontend listening"') ? true : undefined),
   });
   const listeningMs = performance.now() - spawned;
@@ -363,7 +397,7 @@ const PEERS: readonly { build: OAuth2ProxyBuild; name: string }[] = [
 
 /**
  * oauth2-proxy in front of the same backend, each build logged in through the same provider form
- * as the frontend. A build that is missing is left out with a note (bench/provide-oauth2-proxy.sh).
+ * as the frontend. A build that is missing is left out with a note (bench/provide-go-tools.sh).
  */
 async function startPeers(
   backend: URL,
@@ -374,7 +408,7 @@ async function startPeers(
   for (const [i, peer] of PEERS.entries()) {
     const port = ports[i];
     if (!oauth2ProxyBinary(peer.build) || port === undefined) {
-      process.stderr.write(`${peer.build} not built (run bench/provide-oauth2-proxy.sh): left out\n`);
+      process.stderr.write(`${peer.build} not built (run bench/provide-go-tools.sh): left out\n`);
       continue;
     }
     const proc = await startOAuth2Proxy({ build: peer.build, port, upstream: backend, idp });
@@ -483,7 +517,7 @@ function formatReport(
     '',
     ...machineLines(loadBefore),
     `- saturation: ${s.tool}, ${s.connections} connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per configuration, 127.0.0.1, ${BODY_BYTES}-byte body, keep-alive`,
-    `- latency: open loop at ${latencies[0]?.result.rate ?? '-'} req/s for ${s.durationSeconds} s per configuration, measured from each request's scheduled time, up to ${s.connections} connections`,
+    `- latency: open loop at ${latencies[0]?.result.rate ?? '-'} req/s for ${s.durationSeconds} s per configuration`,
     '',
     '## Saturation',
     '',
@@ -507,7 +541,7 @@ function formatReport(
     ),
     '',
     ...(latencies.length > 0
-      ? latencySection(latencies, 'configuration')
+      ? latencySection(latencies, 'configuration', s)
       : ['(no fixed-rate latency runs: `--latency no`)']),
     '',
     `Frontend start-up (spawn of \`node bin/svc.js frontend\` → listening / → /readyz 200, provider discovery included): ` +

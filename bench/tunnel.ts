@@ -32,7 +32,7 @@ import { intArg, loadArgs, loadOptions, type LoadArgs } from './lib/load-args.ts
 import {
   checkTarget,
   cpuSecondsOf,
-  fixedRate,
+  fixedRateRounds,
   measure,
   reportFailures,
   type Latency,
@@ -210,11 +210,7 @@ async function main(): Promise<number> {
     }
     const slowest = Math.min(...results.map((r) => r.load.requestsPerSecond));
     const rate = s.rate ?? Math.max(1, Math.floor(slowest / 2));
-    const latencies: Latency[] = [];
-    for (const target of targets) {
-      process.stderr.write(`${target.name}: ${s.durationSeconds}s at ${rate} req/s (fixed rate)\n`);
-      latencies.push({ target, result: await fixedRate(s, target, rate) });
-    }
+    const latencies = await fixedRateRounds(s, targets, rate, s.latencyRounds);
     const transfers = await downloads(s, targets);
 
     // Stopped in this order so the profiles are written (a clean exit) and no tunnel reconnects.
@@ -340,7 +336,7 @@ function formatReport(
     ...machineLines(loadBefore),
     `- contenders, in turn, same backend (node:http, its own process, 64-byte body; \`/big\` streams ${s.mib} MiB): ${names.join('; ')}`,
     `- saturation: ${s.tool}, ${s.connections} keep-alive connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per contender, 127.0.0.1`,
-    `- latency: open loop at ${latencies[0]?.result.rate ?? '-'} req/s (${s.rate === undefined ? 'half of the slowest contender' : 'set by --rate'}) for ${s.durationSeconds} s per contender, measured from each request's scheduled time, up to ${s.connections} connections`,
+    `- latency: open loop at ${latencies[0]?.result.rate ?? '-'} req/s (${s.rate === undefined ? 'half of the slowest contender' : 'set by --rate'}) for ${s.durationSeconds} s per contender`,
     `- download: ${s.rounds} interleaved rounds of one ${s.mib} MiB GET per contender on a fresh connection`,
     '',
     '## Saturation',
@@ -365,7 +361,7 @@ function formatReport(
       rows,
     ),
     '',
-    ...latencySection(latencies, 'contender'),
+    ...latencySection(latencies, 'contender', s),
     '',
     `## ${s.mib} MiB download`,
     '',

@@ -16,9 +16,13 @@ export interface FixedRateResult {
   readonly sent: number;
   readonly completed: number;
   readonly p50Ms: number;
+  readonly p90Ms: number;
   readonly p99Ms: number;
+  readonly maxMs: number;
   readonly non2xx: number;
   readonly errors: number;
+  /** The generator: vegeta (bench/lib/vegeta.ts) when built, else this module's Node client. */
+  readonly tool: 'vegeta' | 'node';
 }
 
 /**
@@ -72,5 +76,16 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const pct = (p: number): number => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? NaN;
-  return { rate: options.rate, sent, completed: latencies.length, p50Ms: pct(0.5), p99Ms: pct(0.99), non2xx, errors };
+  return {
+    rate: options.rate,
+    sent,
+    completed: latencies.length,
+    p50Ms: pct(0.5),
+    p90Ms: pct(0.9),
+    p99Ms: pct(0.99),
+    maxMs: latencies.at(-1) ?? NaN,
+    non2xx,
+    errors,
+    tool: 'node',
+  };
 }

@@ -4,6 +4,7 @@ import type { FixedRateOptions, FixedRateResult } from './fixed-rate.ts';
 import { request } from './http.ts';
 import { runLoad, type LoadResult, type LoadTool } from './load.ts';
 import { cpuSeconds, exitedChildrenCpuSeconds, memoryKiB, startModule } from './processes.ts';
+import { runVegeta, type RateTool } from './vegeta.ts';
 
 /**
  * Measuring one contender of a benchmark: the same load in the same way for each, with the CPU
@@ -34,10 +35,17 @@ export interface Measured {
   readonly peakRssKiBEach?: readonly number[];
 }
 
-/** A contender's fixed-rate latency run. */
+/** A contender's fixed-rate latency runs: `rounds`, and the round of median p99 as `result`. */
 export interface Latency {
   readonly target: Target;
-  readonly result: FixedRateResult;
+  readonly result: FixedRateRun;
+  readonly rounds: readonly FixedRateRun[];
+}
+
+/** One fixed-rate run with the CPU the contender's proxy and the generator used during it. */
+export interface FixedRateRun extends FixedRateResult {
+  readonly proxyCpuSeconds?: number;
+  readonly generatorCpuSeconds?: number;
 }
 
 export interface LoadSettings {
@@ -83,12 +91,42 @@ export async function measure(s: LoadSettings, target: Target, backendPid: numbe
   };
 }
 
-/** One contender at a fixed arrival rate (open loop, bench/lib/fixed-rate.ts), the generator in its own process. */
+/**
+ * Every contender at one fixed arrival rate, `rounds` times, the rounds interleaved (contender 1,
+ * 2, …, then again) so that a burst of other load on a shared machine falls on one round of each
+ * rather than on all rounds of one. A tail percentile from one short run swings by several
+ * milliseconds on 2 shared cores; the median round's is what the report compares.
+ */
+export async function fixedRateRounds(
+  s: Pick<LoadSettings, 'connections' | 'durationSeconds'> & { readonly rateTool: RateTool },
+  targets: readonly Target[],
+  rate: number,
+  rounds: number,
+): Promise<Latency[]> {
+  const runs = targets.map((): FixedRateRun[] => []);
+  for (let round = 1; round <= rounds; round += 1) {
+    for (const [i, target] of targets.entries()) {
+      process.stderr.write(
+        `${target.name}: ${s.durationSeconds}s at ${rate} req/s (fixed rate, round ${round}/${rounds})\n`,
+      );
+      runs[i]?.push(await fixedRate(s, target, rate));
+    }
+  }
+  return targets.map((target, i) => {
+    const each = runs[i] ?? [];
+    const byP99 = [...each].sort((a, b) => a.p99Ms - b.p99Ms);
+    const median = byP99[Math.floor((byP99.length - 1) / 2)];
+    if (!median) throw new Error(`${target.name}: no fixed-rate run`);
+    return { target, result: median, rounds: each };
+  });
+}
+
+/** One contender at a fixed arrival rate (open loop), with vegeta or bench/lib/fixed-rate.ts in its own process. */
 export async function fixedRate(
-  s: Pick<LoadSettings, 'connections' | 'durationSeconds'>,
+  s: Pick<LoadSettings, 'connections' | 'durationSeconds'> & { readonly rateTool: RateTool },
   target: Target,
   rate: number,
-): Promise<FixedRateResult> {
+): Promise<FixedRateRun> {
   const options: FixedRateOptions = {
     url: target.url,
     headers: target.headers,
@@ -96,15 +134,30 @@ export async function fixedRate(
     durationSeconds: s.durationSeconds,
     connections: s.connections,
   };
-  const child = await startModule<FixedRateResult>(
-    'fixed-rate',
-    FIXED_RATE_MODULE,
-    'runFixedRate',
-    options,
-    (s.durationSeconds + 30) * 1000,
-  );
-  await child.exited;
-  return child.ready;
+  const pids = target.proxyPids();
+  const proxyBefore = cpuSecondsOf(pids);
+  const generatorBefore = exitedChildrenCpuSeconds();
+  let result: FixedRateResult;
+  if (s.rateTool === 'vegeta') {
+    result = await runVegeta(options);
+  } else {
+    const child = await startModule<FixedRateResult>(
+      'fixed-rate',
+      FIXED_RATE_MODULE,
+      'runFixedRate',
+      options,
+      (s.durationSeconds + 30) * 1000,
+    );
+    await child.exited;
+    result = child.ready;
+  }
+  const proxyCpu = difference(proxyBefore, cpuSecondsOf(pids));
+  const generatorCpu = difference(generatorBefore, exitedChildrenCpuSeconds());
+  return {
+    ...result,
+    ...(pids.length > 0 && proxyCpu !== undefined ? { proxyCpuSeconds: proxyCpu } : {}),
+    ...(generatorCpu !== undefined ? { generatorCpuSeconds: generatorCpu } : {}),
+  };
 }
 
 /** CPU seconds of several processes together; undefined when any is unknown. */

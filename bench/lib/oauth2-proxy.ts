@@ -5,8 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { request } from './http.ts';
 import { startProcess, type BenchProcess } from './processes.ts';
 
-/** Where bench/provide-oauth2-proxy.sh puts its builds (outside the repository). */
-export const OAUTH2_PROXY_DIR = process.env.SVC_TEST_BIN ?? join(homedir(), '.cache', 'svc-test-bin');
+/** Where bench/provide-go-tools.sh puts its builds (outside the repository). */
+export const GO_TOOLS_DIR = process.env.SVC_TEST_BIN ?? join(homedir(), '.cache', 'svc-test-bin');
 
 /**
  * The release as published, and the same source with a 64-connection idle upstream pool (Go's
@@ -23,7 +23,7 @@ export interface OAuth2ProxyOptions {
 }
 
 export function oauth2ProxyBinary(build: OAuth2ProxyBuild): string | undefined {
-  const file = join(OAUTH2_PROXY_DIR, build);
+  const file = join(GO_TOOLS_DIR, build);
   return existsSync(file) ? file : undefined;
 }
 
@@ -35,7 +35,7 @@ export function oauth2ProxyBinary(build: OAuth2ProxyBuild): string | undefined {
  */
 export async function startOAuth2Proxy(options: OAuth2ProxyOptions): Promise<BenchProcess<true>> {
   const binary = oauth2ProxyBinary(options.build);
-  if (!binary) throw new Error(`${options.build} is not built: run bench/provide-oauth2-proxy.sh`);
+  if (!binary) throw new Error(`${options.build} is not built: run bench/provide-go-tools.sh`);
   const address = `127.0.0.1:${options.port}`;
   const proc = await startProcess<true>({
     name: options.build,

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname } from 'node:path';
-import type { Latency } from './measure.ts';
+import type { FixedRateRun, Latency } from './measure.ts';
 
 /** Plain-text reporting helpers shared by the benchmarks. */
 
@@ -49,27 +49,54 @@ export function machineLines(loadBefore: readonly number[]): string[] {
 }
 
 /** The fixed-rate latency section: the first row is the baseline (direct) that added latency is measured against. */
-export function latencySection(latencies: readonly Latency[], firstColumn: string): string[] {
+/** How the fixed-rate runs were made. */
+function latencyMethod(
+  s: { readonly latencyRounds: number; readonly connections: number },
+  latencies: readonly Latency[],
+): string {
+  const tool = latencies[0]?.result.tool;
+  const how =
+    tool === 'vegeta'
+      ? 'vegeta (each request timed from its start, queueing for a connection included; the pacer never waits for replies)'
+      : 'a Node client (each request timed from its scheduled time)';
+  return `Open loop: ${s.latencyRounds} interleaved rounds (the median round's percentiles reported), ${how}, up to ${s.connections} connections`;
+}
+
+export function latencySection(
+  latencies: readonly Latency[],
+  firstColumn: string,
+  s: { readonly latencyRounds: number; readonly connections: number },
+): string[] {
   const base = latencies[0]?.result;
+  const cores = (cpuSeconds: number | undefined, run: FixedRateRun): string =>
+    cpuSeconds === undefined ? '-' : fixed(cpuSeconds / (run.sent / run.rate), 2);
   const table = markdownTable(
     [
       firstColumn,
       'completed / sent',
       'p50 ms',
+      'p90 ms',
       'p99 ms',
+      'p99 of each round ms',
       'non-2xx / errors',
       'p50 added over direct ms',
       'p99 added over direct ms',
+      'proxy cores',
+      'generator cores',
     ],
-    latencies.map(({ target, result }) => [
+    latencies.map(({ target, result, rounds }) => [
       target.name,
       `${result.completed} / ${result.sent}`,
       fixed(result.p50Ms, 2),
+      fixed(result.p90Ms, 2),
       fixed(result.p99Ms, 2),
+      rounds.map((r) => fixed(r.p99Ms, 2)).join(', '),
       `${result.non2xx} / ${result.errors}`,
       base ? fixed(result.p50Ms - base.p50Ms, 2) : '-',
       base ? fixed(result.p99Ms - base.p99Ms, 2) : '-',
+      cores(result.proxyCpuSeconds, result),
+      cores(result.generatorCpuSeconds, result),
     ]),
   );
-  return [`## Latency at a fixed rate (${base?.rate ?? '-'} req/s)`, '', table];
+  return [`## Latency at a fixed rate (${base?.rate ?? '-'} req/s)`, '', `${latencyMethod(s, latencies)}.`, '', table];
 }

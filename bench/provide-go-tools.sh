@@ -1,7 +1,12 @@
 #!/bin/sh
-# Builds oauth2-proxy, the peer that bench/frontend.ts measures the frontend against, from the Go
-# module proxy into the cache directory shared with the Kubernetes test binaries (outside the
-# repository). Each binary is skipped when present.
+# Builds the Go programs bench/frontend.ts runs, from the Go module proxy into the cache directory
+# shared with the Kubernetes test binaries (outside the repository). Each binary is skipped when
+# present.
+#
+#   vegeta               the fixed-rate (open-loop) load generator of the latency runs: requests
+#                        leave on schedule whatever the replies do, latency in ns from Go's
+#                        monotonic clock, about a tenth of the CPU per request of a Node client
+#                        (measured: bench/lib/vegeta.ts)
 #
 #   oauth2-proxy         the release as published (its defaults: Go's http.Transport keeps at most
 #                        2 idle connections per upstream host, so under concurrency most requests
@@ -10,7 +15,7 @@
 #                        MaxIdleConns = 64) on the upstream transport — the "tuned" peer. v7.15.2
 #                        has no option for it, so it is a build-time patch, checked below.
 #
-# The version is pinned so figures stay comparable between runs; v7.15.2 is the newest release the
+# Versions are pinned so figures stay comparable between runs; oauth2-proxy v7.15.2 is the newest release the
 # module proxy here serves (v7.15.3 is refused) and its go.mod (go 1.25) builds with the local
 # toolchain. GOTOOLCHAIN=local keeps Go from downloading another toolchain.
 #
@@ -22,11 +27,13 @@ set -eu
 
 version="v7.15.2"
 module="github.com/oauth2-proxy/oauth2-proxy/v7"
+vegeta_version="v12.13.0"
+vegeta_module="github.com/tsenart/vegeta/v12"
 bin_dir="${SVC_TEST_BIN:-$HOME/.cache/svc-test-bin}"
 
 go_cmd="$(command -v go || echo /usr/local/go/bin/go)"
 if [ ! -x "$go_cmd" ]; then
-  echo "provide-oauth2-proxy: no Go toolchain found (looked on PATH and /usr/local/go/bin/go)" >&2
+  echo "provide-go-tools: no Go toolchain found (looked on PATH and /usr/local/go/bin/go)" >&2
   exit 1
 fi
 
@@ -38,19 +45,31 @@ build() {
   echo "ready: $bin_dir/$2"
 }
 
+# module_dir <module> <version>: the module's source, downloaded into Go's module cache.
+module_dir() {
+  dir="$(GOTOOLCHAIN=local "$go_cmd" mod download -json "$1@$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  if [ -z "$dir" ]; then
+    echo "provide-go-tools: could not download $1@$2" >&2
+    exit 1
+  fi
+  echo "$dir"
+}
+
+mkdir -p "$bin_dir"
+if [ -x "$bin_dir/vegeta" ]; then
+  echo "vegeta already present in $bin_dir"
+else
+  echo "building vegeta $vegeta_version into $bin_dir"
+  build "$(module_dir "$vegeta_module" "$vegeta_version")" vegeta
+fi
+
 if [ -x "$bin_dir/oauth2-proxy" ] && [ -x "$bin_dir/oauth2-proxy-pool64" ]; then
   echo "oauth2-proxy already present in $bin_dir"
   exit 0
 fi
 
-mkdir -p "$bin_dir"
 echo "building oauth2-proxy $version into $bin_dir (takes minutes)"
-module_dir="$(GOTOOLCHAIN=local "$go_cmd" mod download -json "$module@$version" |
-  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-if [ -z "$module_dir" ]; then
-  echo "provide-oauth2-proxy: could not download $module@$version" >&2
-  exit 1
-fi
+module_dir="$(module_dir "$module" "$version")"
 
 [ -x "$bin_dir/oauth2-proxy" ] || build "$module_dir" oauth2-proxy
 
@@ -63,7 +82,7 @@ if [ ! -x "$bin_dir/oauth2-proxy-pool64" ]; then
   # The first Clone() in http.go is the reverse proxy's transport (the second is the websocket one).
   sed -i '0,/transport := http.DefaultTransport.(\*http.Transport).Clone()/s//&\n\ttransport.MaxIdleConns = 64\n\ttransport.MaxIdleConnsPerHost = 64/' "$file"
   if [ "$(grep -c 'transport.MaxIdleConnsPerHost = 64' "$file")" != 1 ]; then
-    echo "provide-oauth2-proxy: the pool patch no longer applies to $file" >&2
+    echo "provide-go-tools: the pool patch no longer applies to $file" >&2
     exit 1
   fi
   build "$patched" oauth2-proxy-pool64
