@@ -83,7 +83,8 @@ interface LiveAccess {
  * The agent: holds the shares and accesses of this machine, runs their backends (a local listener
  * per `web` share and per access), exposes the public ones to the frontend as a ShareSource, and runs
  * health checks. Every change is written to the store before it is reported done, and `start`
- * restores everything the store holds, so shares survive a restart. Changes are serialized.
+ * restores everything the store holds, so shares survive a restart. Changes are serialized (a
+ * share's durable store write excepted: see `share`).
  */
 export class Agent {
   private readonly shares = new Map<string, LiveShare>();
@@ -165,27 +166,47 @@ export class Agent {
     return live ? { shareMode: live.record.shareMode, backendUrl: live.backendUrl } : undefined;
   }
 
-  /** Creates a share; `names` are the field names of the surface that asked (for its error messages). */
-  share(body: ShareRequest, names: ShareFieldNames): Promise<ShareEntry> {
-    return this.serialized(async () => {
+  /**
+   * Creates a share; `names` are the field names of the surface that asked (for its error messages).
+   * The store checks and takes the record inside the change queue, but its durable write is awaited
+   * outside it: shares created together then share one write of the store (agent/file-store.ts
+   * groups them) instead of queueing behind each other's fsync. Reported done once written.
+   */
+  async share(body: ShareRequest, names: ShareFieldNames): Promise<ShareEntry> {
+    let stored: Promise<void> = Promise.resolve();
+    const live = await this.serialized(async () => {
       const providers = this.publisher?.providerNames ?? this.options.providerNames;
       const record = validateShareRequest(body, this.freshToken(), providers, names);
       const live = await this.startShare(record);
       try {
         await this.publisher?.publish(record);
-        await this.options.store.createShare(record);
       } catch (err) {
-        await live.listener?.close();
-        if (this.publisher) await this.publisher.withdraw(record.token).catch(() => undefined);
+        await this.dropShare(live);
         throw err;
       }
+      stored = this.options.store.createShare(record);
+      // Handled below, after the queue moves on; this keeps an early rejection from counting as unhandled.
+      stored.catch(() => undefined);
       this.shares.set(record.token, live);
-      this.options.logger.info(
-        { share: record.token, shareMode: record.shareMode, backendMode: record.backendMode },
-        'share created',
-      );
-      return this.shareEntry(live);
+      return live;
     });
+    try {
+      await stored;
+    } catch (err) {
+      // Unless an unshare took it meanwhile, the share the store refused must go.
+      await this.serialized(async () => {
+        if (this.shares.get(live.record.token) !== live) return;
+        this.shares.delete(live.record.token);
+        await this.dropShare(live);
+      });
+      throw err;
+    }
+    const { record } = live;
+    this.options.logger.info(
+      { share: record.token, shareMode: record.shareMode, backendMode: record.backendMode },
+      'share created',
+    );
+    return this.shareEntry(live);
   }
 
   unshare(token: string): Promise<{ removedAccesses: string[] }> {
@@ -297,6 +318,12 @@ export class Agent {
     for (const s of this.shares.values()) await s.listener?.close();
     this.accesses.clear();
     this.shares.clear();
+  }
+
+  /** Stops a share's local listener and withdraws it from the installation, for a share not kept. */
+  private async dropShare(live: LiveShare): Promise<void> {
+    await live.listener?.close();
+    if (this.publisher) await this.publisher.withdraw(live.record.token).catch(() => undefined);
   }
 
   private async startShare(record: ShareRecord): Promise<LiveShare> {

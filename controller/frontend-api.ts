@@ -34,6 +34,11 @@ export function isFrontendPath(path: string): boolean {
   return path.startsWith(`${FRONTEND_API_PREFIX}/`);
 }
 
+/** The registry long poll (`GET /api/v1/frontend/registry?after=`), which each frontend replica repeats. */
+export function isRegistryPoll(method: string | undefined, path: string): boolean {
+  return method === 'GET' && path === FRONTEND_REGISTRY_PATH;
+}
+
 /**
  * The frontend-only API (docs/controller.md, "The frontend API"): frontend replicas in their own
  * processes read the share registry and check tunnel credentials here. Every call carries the shared

@@ -6,7 +6,7 @@ import { answerHealth } from '../lib/health.ts';
 import type { Logger } from '../lib/logger.ts';
 import { notConfigured, type Body, type Operation } from './api.ts';
 import { apiError, errorBody } from './errors.ts';
-import { isFrontendPath, type FrontendApi } from './frontend-api.ts';
+import { isFrontendPath, isRegistryPoll, type FrontendApi } from './frontend-api.ts';
 import { MEDIA_TYPE } from '../lib/api-client.ts';
 import type { OpenApi } from './openapi.ts';
 import type { RemotingHub } from './remoting-hub.ts';
@@ -47,18 +47,19 @@ export function createApiServer(options: ApiServerOptions): http.Server {
     const started = performance.now();
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     let accountId: string | undefined;
-    res.on('finish', () =>
-      logger.info(
-        {
-          method: req.method,
-          path,
-          status: res.statusCode,
-          ms: Math.round(performance.now() - started),
-          account: accountId,
-        },
-        'api request',
-      ),
-    );
+    res.on('finish', () => {
+      const line = {
+        method: req.method,
+        path,
+        status: res.statusCode,
+        ms: Math.round(performance.now() - started),
+        account: accountId,
+      };
+      // Every frontend replica polls the registry every 25 s: an answered poll is routine, not news.
+      const routine = isRegistryPoll(req.method, path) && res.statusCode < 300;
+      if (routine) logger.debug(line, 'api request');
+      else logger.info(line, 'api request');
+    });
     handle(req, res, path, (id) => (accountId = id)).catch((err: unknown) => {
       const { status, body } = errorBody(err);
       if (status >= 500 && body.code === 'internal_error') {

@@ -1,4 +1,5 @@
 import { closeSync, fsyncSync, openSync, readdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 /**
@@ -6,7 +7,7 @@ import { basename, dirname, join } from 'node:path';
  * temporary file (mode 0600, created exclusively), fsync, rename over the target, fsync the folder.
  */
 export function writeFileAtomic(path: string, text: string, mode = 0o600): void {
-  const tmp = `${path}.${process.pid}.${Date.now()}.tmp`;
+  const tmp = temporaryPath(path);
   const fd = openSync(tmp, 'wx', mode);
   try {
     writeFileSync(fd, text);
@@ -24,6 +25,40 @@ export function writeFileAtomic(path: string, text: string, mode = 0o600): void 
   } finally {
     closeSync(dirFd);
   }
+}
+
+/**
+ * {@link writeFileAtomic} with the same steps and guarantees, off the event loop: the fsyncs run on
+ * libuv's thread pool, so a process keeps serving while its state file is being made durable (the
+ * agent's store collects the changes that arrive meanwhile into its next write).
+ */
+export async function writeFileAtomicAsync(path: string, text: string, mode = 0o600): Promise<void> {
+  const tmp = temporaryPath(path);
+  const file = await open(tmp, 'wx', mode);
+  try {
+    try {
+      await file.writeFile(text);
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    await rename(tmp, path);
+  } catch (err) {
+    // A live process's temporary would outlast removeStaleTemporaries until the next start.
+    await unlink(tmp).catch(() => undefined);
+    throw err;
+  }
+  const dir = await open(dirname(path), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
+}
+
+/** `<name>.<pid>.<time>.tmp`: the pid lets {@link removeStaleTemporaries} tell a dead writer's file. */
+function temporaryPath(path: string): string {
+  return `${path}.${process.pid}.${Date.now()}.tmp`;
 }
 
 /**

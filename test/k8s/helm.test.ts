@@ -259,7 +259,7 @@ describe('rendered manifests', () => {
       '--image=svc:1.2.3',
       '--leader-elect',
       '--metrics-listen=0.0.0.0:8080',
-      '--concurrency=4',
+      '--concurrency=16',
     ]);
     const [frontend] = containers(find(objs, 'Deployment', 'svc-auth'));
     expect(frontend?.args).toEqual(['frontend', '--config', '/etc/svc/frontend/config.yaml']);

@@ -7,6 +7,7 @@ import { publicFrontendTunnel } from '../../controller/public-frontend.ts';
 import { newEnvironmentToken } from '../../controller/secrets.ts';
 import type { ShareRegistry } from '../../controller/share-registry.ts';
 import { createLogger } from '../../lib/logger.ts';
+import { FRONTEND_REGISTRY_PATH, FRONTEND_TOKEN_HEADER } from '../../lib/tunnel/frontend-api.ts';
 import { RemoteShareDirectory } from '../../sidecar/tunnel/remote-directory.ts';
 import { LogCapture } from '../support/frontend.ts';
 import { tempDir } from '../controller/harness.ts';
@@ -17,7 +18,9 @@ import { tempDir } from '../controller/harness.ts';
  * and the re-check of accepted credentials after a gap it cannot see through.
  */
 const CREDENTIAL = 'remote-directory-credential-0123456789abcdef';
-const logger = createLogger('test', { level: 'silent' });
+/** The controller's log, at debug so that lines demoted from info are seen with their level. */
+const controllerLogs = new LogCapture();
+const logger = createLogger('test', { level: 'debug', destination: controllerLogs });
 let dataDir: string;
 let running: { controller: RunningController; registry: ShareRegistry; store: ControllerFileStore } | undefined;
 let port = 0;
@@ -92,6 +95,22 @@ afterAll(async () => {
 });
 
 describe('RemoteShareDirectory', () => {
+  it('leaves its answered registry polls out of the controller’s info log; a refused poll is logged at info', async () => {
+    const polls = () =>
+      controllerLogs.lines
+        .map((l) => JSON.parse(l) as { level: number; msg: string; path?: string; status?: number })
+        .filter((l) => l.msg === 'api request' && l.path === FRONTEND_REGISTRY_PATH);
+    await until(() => polls().some((l) => l.status === 200), 'an answered poll');
+    const answered = polls().filter((l) => l.status === 200);
+    expect(answered.map((l) => l.level)).toEqual(answered.map(() => 20));
+    const refused = await fetch(`http://127.0.0.1:${port}${FRONTEND_REGISTRY_PATH}`, {
+      headers: { [FRONTEND_TOKEN_HEADER]: 'not-the-credential' },
+    });
+    expect(refused.status).toBe(401);
+    await until(() => polls().some((l) => l.status === 401), 'the refused poll’s line');
+    expect(polls().find((l) => l.status === 401)).toMatchObject({ level: 30 });
+  });
+
   it('follows the registry: a published share appears, a revoked environment is announced once', async () => {
     const { registry, store } = running!;
     const token = await environment(store, 'envremoteaaa');
