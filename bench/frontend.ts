@@ -52,6 +52,7 @@ import {
   type Measured,
   type Target,
 } from './lib/measure.ts';
+import { createMemoryLimit, inMemoryLimit, sidecarMemoryLimitBytes, type MemoryLimit } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
 import { freePort } from './lib/ports.ts';
@@ -82,6 +83,11 @@ interface Settings extends LoadArgs {
   readonly baseline: string | undefined;
   /** `--workers n` (n ≥ 2): also this checkout's frontend with `workers: n`, for per-core and whole-machine figures. */
   readonly workers: number | undefined;
+  /**
+   * `--memory-limit pod|none|<MiB>`: the memory cgroup the Node proxies run in (default `pod`: the
+   * sidecar container's limit, bench/lib/memory-limit.ts), or none.
+   */
+  readonly memoryLimitMiB: number | undefined;
   /** `--variant`: runtime settings to measure beside the deployed ones, each one more frontend process. */
   readonly variants: readonly RuntimeVariant[];
   /** Whether to run the fixed-rate latency pass after the saturation runs (`--latency no` halves the run). */
@@ -96,12 +102,27 @@ function settings(): Settings {
       workers: { type: 'string' },
       latency: { type: 'string', default: 'yes' },
       variant: { type: 'string', multiple: true, default: [] },
+      'memory-limit': { type: 'string', default: 'pod' },
     },
   });
   if (values.latency !== 'yes' && values.latency !== 'no') throw new Error('--latency must be yes or no');
   const workers = values.workers === undefined ? undefined : intArg('workers', values.workers, 2, 64);
   const variants = values.variant.map(parseVariant);
-  return { ...loadArgs(values), baseline: values.baseline, workers, variants, latency: values.latency === 'yes' };
+  const limit = values['memory-limit'];
+  const memoryLimitMiB =
+    limit === 'pod'
+      ? sidecarMemoryLimitBytes() / 1048576
+      : limit === 'none'
+        ? undefined
+        : intArg('memory-limit', limit, 64, 65536);
+  return {
+    ...loadArgs(values),
+    baseline: values.baseline,
+    workers,
+    variants,
+    memoryLimitMiB,
+    latency: values.latency === 'yes',
+  };
 }
 
 /** Node flags and environment variables a frontend process starts with (beyond the deployed ones). */
@@ -130,6 +151,10 @@ async function main(): Promise<number> {
   installCleanup();
   const dir = scratchDir('svc-bench-frontend-');
   const loadBefore = loadavg();
+  const created =
+    s.memoryLimitMiB === undefined ? undefined : createMemoryLimit('svc-bench', s.memoryLimitMiB * 1048576);
+  if (created && 'problem' in created) process.stderr.write(`running without a memory limit: ${created.problem}\n`);
+  const memoryLimit = created && 'bytes' in created ? created : undefined;
   try {
     // Servers, each in its own process.
     const variantPorts = await Promise.all(s.variants.map(() => freePort()));
@@ -155,6 +180,7 @@ async function main(): Promise<number> {
       ]);
     const backendUrl = new URL(backend.ready.url);
     const { frontend, startup } = await startFrontendProcess({
+      memoryLimit,
       root: ROOT,
       dir,
       port: frontendPort,
@@ -171,12 +197,14 @@ async function main(): Promise<number> {
         path: 'lean',
         upstream: backendUrl.href,
       },
+      undefined,
+      { memoryLimit },
     );
 
     const shareUrl = (token: string): URL => new URL(`http://${token}.${DOMAIN}:${frontendPort}/`);
     const cookie = await frontendLogin(shareUrl('login'), idp.ready.issuer);
 
-    const common = { dir, backend: backendUrl, idp: idp.ready };
+    const common = { dir, backend: backendUrl, idp: idp.ready, memoryLimit };
     const extras: ExtraFrontend[] = [];
     if (s.baseline) {
       const label = `baseline frontend (${s.baseline})`;
@@ -260,6 +288,7 @@ async function main(): Promise<number> {
     return reportFailures(results, latencies) > 0 ? 1 : 0;
   } finally {
     await stopAll();
+    memoryLimit?.remove();
     removeScratchDir(dir);
   }
 }
@@ -332,12 +361,14 @@ interface FrontendProcessOptions {
   readonly workers?: number;
   /** Node flags and environment beyond the deployed ones. */
   readonly variant?: RuntimeVariant;
+  /** The memory cgroup to start in (`--memory-limit`). */
+  readonly memoryLimit: MemoryLimit | undefined;
 }
 
 async function startFrontendProcess(
   options: FrontendProcessOptions,
 ): Promise<{ frontend: BenchProcess<true>; startup: Startup }> {
-  const { root, dir, port, metricsPort, backend, idp, workers, variant } = options;
+  const { root, dir, port, metricsPort, backend, idp, workers, variant, memoryLimit } = options;
   const config = {
     oauth: {
       bind_address: `127.0.0.1:${port}`,
@@ -372,8 +403,13 @@ async function startFrontendProcess(
   const spawned = performance.now();
   const frontend = await startProcess<true>({
     name: 'frontend',
-    command: process.execPath,
-    args: [...(variant?.nodeFlags ?? []), join(root, 'bin/svc.js'), 'frontend', '--config', file],
+    ...inMemoryLimit(memoryLimit, process.execPath, [
+      ...(variant?.nodeFlags ?? []),
+      join(root, 'bin/svc.js'),
+      'frontend',
+      '--config',
+      file,
+    ]),
     cwd: root,
     env: { ...process.env, ...variant?.env },
     ready: (line) => (line.includes('"msg":"frontend listening"') ? true : undefined),
@@ -516,6 +552,7 @@ function formatReport(
     '![Requests/s, CPU per request, peak RSS and fixed-rate p99 of each configuration](frontend.svg)',
     '',
     ...machineLines(loadBefore),
+    `- memory: ${s.memoryLimitMiB === undefined ? 'the Node proxies (frontend, bare pipe) ran without a memory limit' : `the Node proxies (frontend, bare pipe) ran in a memory cgroup of ${s.memoryLimitMiB} MiB${s.memoryLimitMiB === sidecarMemoryLimitBytes() / 1048576 ? ", the sidecar container's limit" : ''}: Node sizes V8's heap from it, as in a pod (\`--memory-limit\`)`}`,
     `- saturation: ${s.tool}, ${s.connections} connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per configuration, 127.0.0.1, ${BODY_BYTES}-byte body, keep-alive`,
     `- latency: open loop at ${latencies[0]?.result.rate ?? '-'} req/s for ${s.durationSeconds} s per configuration`,
     '',

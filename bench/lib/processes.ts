@@ -3,6 +3,7 @@ import { accessSync, constants, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inMemoryLimit, type MemoryLimit } from './memory-limit.ts';
 
 /**
  * Child processes of a benchmark: every server and load generator runs in its own process, so none
@@ -172,11 +173,15 @@ export function startModule<T>(
   exportName: string,
   arg: unknown,
   timeoutMs = 20_000,
+  options: { readonly memoryLimit?: MemoryLimit | undefined } = {},
 ): Promise<BenchProcess<T>> {
   return startProcess<T>({
     name,
-    command: process.execPath,
-    args: [fileURLToPath(new URL('./run-module.ts', import.meta.url)), modulePath, exportName],
+    ...inMemoryLimit(options.memoryLimit, process.execPath, [
+      fileURLToPath(new URL('./run-module.ts', import.meta.url)),
+      modulePath,
+      exportName,
+    ]),
     env: { ...process.env, BENCH_MODULE_ARG: JSON.stringify(arg ?? null) },
     timeoutMs,
     ready: (line) => (line.startsWith(READY_PREFIX) ? (JSON.parse(line.slice(READY_PREFIX.length)) as T) : undefined),
