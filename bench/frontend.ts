@@ -9,7 +9,7 @@
  * provider's login form. Exits non-zero when any configuration saw a non-2xx response or an error.
  *
  *   npm run bench:frontend -- [--duration 10] [--warmup 2] [--connections 32] [--load auto|autocannon|wrk] [--rate auto|N]
- *                              [--latency yes|no] [--latency-rounds 3] [--rate-tool auto|vegeta|node]
+ *                              [--latency yes|no] [--latency-at 0.5[,…]] [--latency-rounds 3] [--rate-tool auto|vegeta|node]
  *                              [--baseline <other checkout>] [--workers N]
  *                              [--variant='<NAME=value …> <node flags …>' …]
  *
@@ -90,6 +90,8 @@ interface Settings extends LoadArgs {
   readonly memoryLimitMiB: number | undefined;
   /** `--variant`: runtime settings to measure beside the deployed ones, each one more frontend process. */
   readonly variants: readonly RuntimeVariant[];
+  /** `--latency-at 0.25,0.5`: the fixed rates as fractions of the frontend OAuth share's saturation (without `--rate`). */
+  readonly latencyAt: readonly number[];
   /** Whether to run the fixed-rate latency pass after the saturation runs (`--latency no` halves the run). */
   readonly latency: boolean;
 }
@@ -103,6 +105,7 @@ function settings(): Settings {
       latency: { type: 'string', default: 'yes' },
       variant: { type: 'string', multiple: true, default: [] },
       'memory-limit': { type: 'string', default: 'pod' },
+      'latency-at': { type: 'string', default: '0.5' },
     },
   });
   if (values.latency !== 'yes' && values.latency !== 'no') throw new Error('--latency must be yes or no');
@@ -122,6 +125,11 @@ function settings(): Settings {
     variants,
     memoryLimitMiB,
     latency: values.latency === 'yes',
+    latencyAt: values['latency-at'].split(',').map((f) => {
+      const n = Number(f);
+      if (!(n > 0 && n <= 1)) throw new Error(`--latency-at: "${f}" is not a fraction in (0, 1]`);
+      return n;
+    }),
   };
 }
 
@@ -269,13 +277,18 @@ async function main(): Promise<number> {
     const heapAfter = await heapUsedMiB(metricsPort);
 
     const frontendOAuth = results.find((r) => r.target.name.startsWith('frontend, OAuth'));
-    const rate = s.rate ?? Math.max(1, Math.floor((frontendOAuth?.load.requestsPerSecond ?? 2000) / 2));
-    const latencies = await fixedRateRounds(s, s.latency ? targets : [], rate, s.latencyRounds);
+    const saturation = frontendOAuth?.load.requestsPerSecond ?? 2000;
+    const rates = s.rate !== undefined ? [s.rate] : s.latencyAt.map((f) => Math.max(1, Math.floor(saturation * f)));
+    const latencySets: Latency[][] = [];
+    for (const rate of s.latency ? rates : []) {
+      latencySets.push(await fixedRateRounds(s, targets, rate, s.latencyRounds));
+    }
+    const latencies = latencySets[0] ?? [];
 
     const report = formatReport(
       s,
       results,
-      latencies,
+      latencySets,
       { before: memoryBefore, after: memoryAfter, heapBefore, heapAfter },
       startup,
       loadBefore,
@@ -285,7 +298,7 @@ async function main(): Promise<number> {
     await writeMarkdown(REPORT_FILE, report);
     writeFileSync(CHART_FILE, chart(results, latencies));
     process.stderr.write(`written to ${REPORT_FILE} and ${CHART_FILE}\n`);
-    return reportFailures(results, latencies) > 0 ? 1 : 0;
+    return reportFailures(results, latencySets.flat()) > 0 ? 1 : 0;
   } finally {
     await stopAll();
     memoryLimit?.remove();
@@ -511,7 +524,7 @@ function chart(results: Measured[], latencies: Latency[]): string {
 function formatReport(
   s: Settings,
   results: Measured[],
-  latencies: Latency[],
+  latencySets: readonly (readonly Latency[])[],
   memory: {
     before: { rss?: number; anon?: number };
     after: { rss?: number; peak?: number; anon?: number };
@@ -554,7 +567,7 @@ function formatReport(
     ...machineLines(loadBefore),
     `- memory: ${s.memoryLimitMiB === undefined ? 'the Node proxies (frontend, bare pipe) ran without a memory limit' : `the Node proxies (frontend, bare pipe) ran in a memory cgroup of ${s.memoryLimitMiB} MiB${s.memoryLimitMiB === sidecarMemoryLimitBytes() / 1048576 ? ", the sidecar container's limit" : ''}: Node sizes V8's heap from it, as in a pod (\`--memory-limit\`)`}`,
     `- saturation: ${s.tool}, ${s.connections} connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per configuration, 127.0.0.1, ${BODY_BYTES}-byte body, keep-alive`,
-    `- latency: open loop at ${latencies[0]?.result.rate ?? '-'} req/s for ${s.durationSeconds} s per configuration`,
+    `- latency: open loop at ${latencySets.map((set) => set[0]?.result.rate ?? '-').join(', ')} req/s (${s.rate === undefined ? `${s.latencyAt.join(', ')} of the frontend OAuth share's saturation` : 'set by --rate'}) for ${s.durationSeconds} s per configuration and round`,
     '',
     '## Saturation',
     '',
@@ -577,8 +590,8 @@ function formatReport(
       rows,
     ),
     '',
-    ...(latencies.length > 0
-      ? latencySection(latencies, 'configuration', s)
+    ...(latencySets.length > 0
+      ? latencySets.flatMap((set) => [...latencySection(set, 'configuration', s), ''])
       : ['(no fixed-rate latency runs: `--latency no`)']),
     '',
     `Frontend start-up (spawn of \`node bin/svc.js frontend\` → listening / → /readyz 200, provider discovery included): ` +
