@@ -10,7 +10,7 @@
  *
  *   npm run bench:frontend -- [--duration 10] [--warmup 2] [--connections 32] [--load auto|autocannon|wrk] [--rate auto|N]
  *                              [--latency yes|no] [--latency-at 0.5[,…]] [--latency-rounds 3] [--rate-tool auto|vegeta|node]
- *                              [--baseline <other checkout>] [--workers N]
+ *                              [--baseline <other checkout>] [--workers N] [--memory-limit pod|none|MiB]
  *                              [--variant='<NAME=value …> <node flags …>' …]
  *
  * A bare `http.request` keep-alive proxy (bench/lib/proxy-paths.ts) is measured as the floor of a
