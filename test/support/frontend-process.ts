@@ -9,10 +9,18 @@ export interface FrontendProcess {
   readonly stderr: () => string;
 }
 
-/** `svc frontend --config file` as a real process, resolved once it logs the port it listens on. */
-export async function spawnFrontend(file: string): Promise<FrontendProcess> {
-  const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/svc.js'), 'frontend', '--config', file], {
+/**
+ * `svc frontend --config file` as a real process, resolved once it logs the port it listens on.
+ * `node` adds Node options (a preload) and environment variables.
+ */
+export async function spawnFrontend(
+  file: string,
+  node: { execArgv?: readonly string[]; env?: NodeJS.ProcessEnv } = {},
+): Promise<FrontendProcess> {
+  const svc = join(import.meta.dirname, '../../bin/svc.js');
+  const child = spawn(process.execPath, [...(node.execArgv ?? []), svc, 'frontend', '--config', file], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...node.env },
   });
   let stderr = '';
   const port = await new Promise<number>((resolve, reject) => {
