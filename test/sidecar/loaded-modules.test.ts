@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
-import { spawnFrontend } from '../support/frontend-process.ts';
+import { openSharesConfig, spawnFrontend } from '../support/frontend-process.ts';
 import { get } from '../support/http.ts';
 
 /**
@@ -21,23 +21,7 @@ describe('svc frontend loads only what it uses', () => {
   beforeAll(async () => {
     backend = await startEchoBackend();
     const file = join(dir, 'frontend.yaml');
-    writeFileSync(
-      file,
-      `oauth:
-  bind_address: 127.0.0.1:0
-  endpoint_url: http://auth.svc.localhost:8080
-  cookie_name: svc-auth-session
-  cookie_domain: svc.localhost
-  session_lifetime: 6h
-  intermediate_lifetime: 5m
-  signing_key: ${'k'.repeat(40)}
-  encryption_key: ${'e'.repeat(30)}
-  providers:
-    - { name: google, type: idp1, client_id: id, client_secret: very-secret-value }
-shares:
-  - { token: one, target: "${backend.url.href}" }
-`,
-    );
+    writeFileSync(file, openSharesConfig(['one'], backend.url));
     const report = join(dir, 'loaded.json');
     const { child, port } = await spawnFrontend(file, {
       execArgv: ['--import', join(import.meta.dirname, '../support/report-loaded-modules.ts')],

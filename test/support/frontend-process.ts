@@ -33,3 +33,24 @@ export async function spawnFrontend(
   });
   return { child, port, stderr: () => stderr };
 }
+
+/**
+ * A frontend config file's text: an idp1 provider (no network until someone logs in), no metrics
+ * listener, one process, and an open share per token, each proxied to `target`.
+ */
+export function openSharesConfig(tokens: readonly string[], target: URL): string {
+  return `oauth:
+  bind_address: 127.0.0.1:0
+  endpoint_url: http://auth.svc.localhost:8080
+  cookie_name: svc-auth-session
+  cookie_domain: svc.localhost
+  session_lifetime: 6h
+  intermediate_lifetime: 5m
+  signing_key: ${'k'.repeat(40)}
+  encryption_key: ${'e'.repeat(30)}
+  providers:
+    - { name: google, type: idp1, client_id: id, client_secret: very-secret-value }
+shares:
+${tokens.map((t) => `  - { token: ${t}, target: "${target.href}" }`).join('\n')}
+`;
+}
