@@ -4,8 +4,8 @@ import type * as Prom from 'prom-client';
 /**
  * prom-client's own pieces, loaded one by one: its index also loads the Pushgateway (node:https,
  * node:zlib), Summary (tdigest, bintrees), the cluster aggregator and, through its CPU collector,
- * @opentelemetry/api (51 files) for exemplars — none of them used here (memory: the frontend's
- * anonymous memory fell by about 2 MiB, docs/benchmarks.md "Frontend memory (issue #12)").
+ * @opentelemetry/api (51 files) for exemplars — none of them used here (memory: the frontend's RSS
+ * fell by 2.3 MiB idle, 3.3 MiB after load, docs/benchmarks.md "Frontend memory (issue #12)").
  * The CPU counters are declared below instead, with prom-client's names and help.
  */
 const require = createRequire(import.meta.url);
