@@ -1,6 +1,7 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import { closeServer, listen, portOf, type ListenAddress } from './listen.ts';
+import { createServer } from './node-http.ts';
 
 export interface Readiness {
   readonly ok: boolean;

@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
+import { createServer } from '../lib/node-http.ts';
 import type { Socket } from 'node:net';
 
 /**

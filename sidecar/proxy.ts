@@ -1,6 +1,7 @@
-import { Agent, request, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { stripIdentityHeaders } from '../lib/identity-headers.ts';
+import { Agent, request } from '../lib/node-http.ts';
 import { withoutOwnCookies } from './cookies.ts';
 import type { FrontendMetrics } from './metrics.ts';
 import type { Session } from './session.ts';

@@ -1,7 +1,8 @@
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { errorText } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
+import { STATUS_CODES } from '../lib/node-http.ts';
 import type { ShareRoute } from '../lib/share/spec.ts';
 import type { Authenticator } from './auth.ts';
 import type { FrontendMetrics } from './metrics.ts';

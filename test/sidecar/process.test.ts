@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
-import { spawnFrontend } from '../support/frontend-process.ts';
+import { openSharesConfig, spawnFrontend } from '../support/frontend-process.ts';
 import { get } from '../support/http.ts';
 
 /** `svc frontend --config file` as the sidecar runs it: a real process, its file edited under it. */
@@ -15,24 +15,7 @@ describe('svc frontend process', () => {
   let logged = (): string => '';
   const dir = mkdtempSync(join(tmpdir(), 'svc-sidecar-'));
   const file = join(dir, 'frontend.yaml');
-  const write = (tokens: string[]) =>
-    writeFileSync(
-      file,
-      `oauth:
-  bind_address: 127.0.0.1:0
-  endpoint_url: http://auth.svc.localhost:8080
-  cookie_name: svc-auth-session
-  cookie_domain: svc.localhost
-  session_lifetime: 6h
-  intermediate_lifetime: 5m
-  signing_key: ${'k'.repeat(40)}
-  encryption_key: ${'e'.repeat(30)}
-  providers:
-    - { name: google, type: idp1, client_id: id, client_secret: very-secret-value }
-shares:
-${tokens.map((t) => `  - { token: ${t}, target: "${backend.url.href}" }`).join('\n')}
-`,
-    );
+  const write = (tokens: string[]) => writeFileSync(file, openSharesConfig(tokens, backend.url));
 
   beforeAll(async () => {
     backend = await startEchoBackend();

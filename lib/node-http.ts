@@ -1,0 +1,13 @@
+import type * as Http from 'node:http';
+
+/**
+ * node:http's functions, taken from its CommonJS exports. An ESM `import … from 'node:http'`
+ * (default, named or dynamic) builds a namespace from every export, and Node 24's http exports
+ * WebSocket, CloseEvent and MessageEvent as getters into its bundled undici: reading them loads
+ * undici with node:tls, node:http2 and node:zlib (memory: 17 MiB of RSS in a bare process, 7.0 MiB
+ * in the frontend, docs/benchmarks.md "Frontend memory (issue #12)") in a process that may never
+ * call fetch. Types still come from `import type … from 'node:http'`.
+ */
+const http: typeof Http = process.getBuiltinModule('node:http');
+
+export const { Agent, createServer, request, STATUS_CODES } = http;
