@@ -52,7 +52,7 @@ import {
   type Measured,
   type Target,
 } from './lib/measure.ts';
-import { createMemoryLimit, inMemoryLimit, sidecarMemoryLimitBytes, type MemoryLimit } from './lib/memory-limit.ts';
+import { inMemoryLimit, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
 import { freePort } from './lib/ports.ts';
@@ -159,10 +159,7 @@ async function main(): Promise<number> {
   installCleanup();
   const dir = scratchDir('svc-bench-frontend-');
   const loadBefore = loadavg();
-  const created =
-    s.memoryLimitMiB === undefined ? undefined : createMemoryLimit('svc-bench', s.memoryLimitMiB * 1048576);
-  if (created && 'problem' in created) process.stderr.write(`running without a memory limit: ${created.problem}\n`);
-  const memoryLimit = created && 'bytes' in created ? created : undefined;
+  const memoryLimits = new MemoryLimits(s.memoryLimitMiB === undefined ? undefined : s.memoryLimitMiB * 1048576);
   try {
     // Servers, each in its own process.
     const variantPorts = await Promise.all(s.variants.map(() => freePort()));
@@ -188,7 +185,7 @@ async function main(): Promise<number> {
       ]);
     const backendUrl = new URL(backend.ready.url);
     const { frontend, startup } = await startFrontendProcess({
-      memoryLimit,
+      memoryLimits,
       root: ROOT,
       dir,
       port: frontendPort,
@@ -206,13 +203,13 @@ async function main(): Promise<number> {
         upstream: backendUrl.href,
       },
       undefined,
-      { memoryLimit },
+      { memoryLimit: memoryLimits.next() },
     );
 
     const shareUrl = (token: string): URL => new URL(`http://${token}.${DOMAIN}:${frontendPort}/`);
     const cookie = await frontendLogin(shareUrl('login'), idp.ready.issuer);
 
-    const common = { dir, backend: backendUrl, idp: idp.ready, memoryLimit };
+    const common = { dir, backend: backendUrl, idp: idp.ready, memoryLimits };
     const extras: ExtraFrontend[] = [];
     if (s.baseline) {
       const label = `baseline frontend (${s.baseline})`;
@@ -301,7 +298,7 @@ async function main(): Promise<number> {
     return reportFailures(results, latencySets.flat()) > 0 ? 1 : 0;
   } finally {
     await stopAll();
-    memoryLimit?.remove();
+    memoryLimits.removeAll();
     removeScratchDir(dir);
   }
 }
@@ -374,14 +371,14 @@ interface FrontendProcessOptions {
   readonly workers?: number;
   /** Node flags and environment beyond the deployed ones. */
   readonly variant?: RuntimeVariant;
-  /** The memory cgroup to start in (`--memory-limit`). */
-  readonly memoryLimit: MemoryLimit | undefined;
+  /** Where the process gets its own memory cgroup (`--memory-limit`). */
+  readonly memoryLimits: MemoryLimits;
 }
 
 async function startFrontendProcess(
   options: FrontendProcessOptions,
 ): Promise<{ frontend: BenchProcess<true>; startup: Startup }> {
-  const { root, dir, port, metricsPort, backend, idp, workers, variant, memoryLimit } = options;
+  const { root, dir, port, metricsPort, backend, idp, workers, variant, memoryLimits } = options;
   const config = {
     oauth: {
       bind_address: `127.0.0.1:${port}`,
@@ -416,7 +413,7 @@ async function startFrontendProcess(
   const spawned = performance.now();
   const frontend = await startProcess<true>({
     name: 'frontend',
-    ...inMemoryLimit(memoryLimit, process.execPath, [
+    ...inMemoryLimit(memoryLimits.next(), process.execPath, [
       ...(variant?.nodeFlags ?? []),
       join(root, 'bin/svc.js'),
       'frontend',
@@ -565,7 +562,7 @@ function formatReport(
     '![Requests/s, CPU per request, peak RSS and fixed-rate p99 of each configuration](frontend.svg)',
     '',
     ...machineLines(loadBefore),
-    `- memory: ${s.memoryLimitMiB === undefined ? 'the Node proxies (frontend, bare pipe) ran without a memory limit' : `the Node proxies (frontend, bare pipe) ran in a memory cgroup of ${s.memoryLimitMiB} MiB${s.memoryLimitMiB === sidecarMemoryLimitBytes() / 1048576 ? ", the sidecar container's limit" : ''}: Node sizes V8's heap from it, as in a pod (\`--memory-limit\`)`}`,
+    `- memory: ${s.memoryLimitMiB === undefined ? 'the Node proxies (frontend, bare pipe) ran without a memory limit' : `the Node proxies (frontend, bare pipe) ran each in its own memory cgroup of ${s.memoryLimitMiB} MiB${s.memoryLimitMiB === sidecarMemoryLimitBytes() / 1048576 ? ", the sidecar container's limit" : ''}: Node sizes V8's heap from it, as in a pod (\`--memory-limit\`)`}`,
     `- saturation: ${s.tool}, ${s.connections} connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per configuration, 127.0.0.1, ${BODY_BYTES}-byte body, keep-alive`,
     `- latency: open loop at ${latencySets.map((set) => set[0]?.result.rate ?? '-').join(', ')} req/s (${s.rate === undefined ? `${s.latencyAt.join(', ')} of the frontend OAuth share's saturation` : 'set by --rate'}) for ${s.durationSeconds} s per configuration and round`,
     '',

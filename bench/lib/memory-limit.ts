@@ -28,7 +28,7 @@ export function sidecarMemoryLimitBytes(): number {
  * Creates a child of this process's own memory cgroup (v1 `memory.limit_in_bytes`, or v2
  * `memory.max`), or says why it cannot (not root, no memory controller).
  */
-export function createMemoryLimit(name: string, bytes: number): MemoryLimit | { readonly problem: string } {
+function createMemoryLimit(name: string, bytes: number): MemoryLimit | { readonly problem: string } {
   const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n');
   const v1 = own.find((line) => line.split(':')[1]?.split(',').includes('memory'));
   const base = v1
@@ -52,6 +52,40 @@ export function createMemoryLimit(name: string, bytes: number): MemoryLimit | { 
       if (existsSync(dir)) rmdirSync(dir);
     },
   };
+}
+
+/**
+ * One memory cgroup per process, as each container has its own limit (a shared one would let one
+ * contender's memory push another into reclaim or the OOM killer). Without `bytes`, or where no
+ * cgroup can be made (said once on stderr), processes run unlimited.
+ */
+export class MemoryLimits {
+  private readonly made: MemoryLimit[] = [];
+  private failed = false;
+
+  readonly bytes: number | undefined;
+
+  constructor(bytes: number | undefined) {
+    this.bytes = bytes;
+  }
+
+  /** A fresh cgroup for one process, or undefined (no limit). */
+  next(): MemoryLimit | undefined {
+    if (this.bytes === undefined || this.failed) return undefined;
+    const created = createMemoryLimit(`svc-bench-${this.made.length + 1}`, this.bytes);
+    if ('problem' in created) {
+      this.failed = true;
+      process.stderr.write(`running without a memory limit: ${created.problem}\n`);
+      return undefined;
+    }
+    this.made.push(created);
+    return created;
+  }
+
+  /** Removes the cgroups (after their processes have exited). */
+  removeAll(): void {
+    for (const limit of this.made.splice(0)) limit.remove();
+  }
 }
 
 /** `command args` started inside the cgroup: a shell moves itself in, then becomes the command. */
