@@ -52,7 +52,7 @@ import {
   type Measured,
   type Target,
 } from './lib/measure.ts';
-import { inMemoryLimit, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
+import { imageEnvironment, inMemoryLimit, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
 import { freePort } from './lib/ports.ts';
@@ -203,7 +203,7 @@ async function main(): Promise<number> {
         upstream: backendUrl.href,
       },
       undefined,
-      { memoryLimit: memoryLimits.next() },
+      { memoryLimit: memoryLimits.next(), env: imageEnvironment() },
     );
 
     const shareUrl = (token: string): URL => new URL(`http://${token}.${DOMAIN}:${frontendPort}/`);
@@ -421,7 +421,7 @@ async function startFrontendProcess(
       file,
     ]),
     cwd: root,
-    env: { ...process.env, ...variant?.env },
+    env: { ...process.env, ...imageEnvironment(), ...variant?.env },
     ready: (line) => (line.includes('"msg":"frontend listening"') ? true : undefined),
   });
   const listeningMs = performance.now() - spawned;
@@ -562,7 +562,13 @@ function formatReport(
     '![Requests/s, CPU per request, peak RSS and fixed-rate p99 of each configuration](frontend.svg)',
     '',
     ...machineLines(loadBefore),
-    `- memory: ${s.memoryLimitMiB === undefined ? 'the Node proxies (frontend, bare pipe) ran without a memory limit' : `the Node proxies (frontend, bare pipe) ran each in its own memory cgroup of ${s.memoryLimitMiB} MiB${s.memoryLimitMiB === sidecarMemoryLimitBytes() / 1048576 ? ", the sidecar container's limit" : ''}: Node sizes V8's heap from it, as in a pod (\`--memory-limit\`)`}`,
+    `- runtime: the Node proxies (frontend, bare pipe) ran with the image's environment (${Object.entries(
+      imageEnvironment(),
+    )
+      .map(([k, v]) => `${k}=${v}`)
+      .join(
+        ' ',
+      )}) and ${s.memoryLimitMiB === undefined ? 'without a memory limit' : `each in its own memory cgroup of ${s.memoryLimitMiB} MiB${s.memoryLimitMiB === sidecarMemoryLimitBytes() / 1048576 ? ", the sidecar container's limit" : ''}: Node sizes V8's heap from it, as in a pod`} (\`--memory-limit\`)`,
     `- saturation: ${s.tool}, ${s.connections} connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per configuration, 127.0.0.1, ${BODY_BYTES}-byte body, keep-alive`,
     `- latency: open loop at ${latencySets.map((set) => set[0]?.result.rate ?? '-').join(', ')} req/s (${s.rate === undefined ? `${s.latencyAt.join(', ')} of the frontend OAuth share's saturation` : 'set by --rate'}) for ${s.durationSeconds} s per configuration and round`,
     '',

@@ -173,7 +173,7 @@ export function startModule<T>(
   exportName: string,
   arg: unknown,
   timeoutMs = 20_000,
-  options: { readonly memoryLimit?: MemoryLimit | undefined } = {},
+  options: { readonly memoryLimit?: MemoryLimit | undefined; readonly env?: Readonly<Record<string, string>> } = {},
 ): Promise<BenchProcess<T>> {
   return startProcess<T>({
     name,
@@ -182,7 +182,7 @@ export function startModule<T>(
       modulePath,
       exportName,
     ]),
-    env: { ...process.env, BENCH_MODULE_ARG: JSON.stringify(arg ?? null) },
+    env: { ...process.env, ...options.env, BENCH_MODULE_ARG: JSON.stringify(arg ?? null) },
     timeoutMs,
     ready: (line) => (line.startsWith(READY_PREFIX) ? (JSON.parse(line.slice(READY_PREFIX.length)) as T) : undefined),
   });

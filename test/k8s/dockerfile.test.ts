@@ -97,6 +97,11 @@ describe('container image (Dockerfile + .dockerignore)', () => {
     expect(inBuildContext('package-lock.json')).toBe(true);
   });
 
+  it('runs every svc process with at most two malloc arenas (measured: docs/benchmarks.md)', () => {
+    const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    expect(finalStage).toMatch(/^ENV MALLOC_ARENA_MAX=2$/m);
+  });
+
   it('imports only production dependencies at runtime (npm ci --omit=dev)', () => {
     const notProd = [...graph.packages].filter((p) => !(p in pkg.dependencies));
     expect(notProd).toEqual([]);
