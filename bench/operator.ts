@@ -31,6 +31,7 @@ import { machineLines, markdownTable, writeMarkdown } from './lib/report.ts';
 import { summarizeProfiles } from './lib/cpu-profile.ts';
 import { goProfileTop, recordApiServerProfile } from './lib/go-profile.ts';
 import { intArg } from './lib/load-args.ts';
+import { imageEnvironment } from './lib/memory-limit.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -141,7 +142,8 @@ async function main(): Promise<void> {
         ...(CONCURRENCY ? ['--concurrency', String(CONCURRENCY)] : []),
       ],
       {
-        env: { ...process.env, KUBECONFIG: cp.kubeconfigPath, SVC_LOG_LEVEL: 'info' },
+        // As the image runs it (its ENV lines: malloc arenas, V8 semi-space size).
+        env: { ...process.env, ...imageEnvironment(), KUBECONFIG: cp.kubeconfigPath, SVC_LOG_LEVEL: 'info' },
         stdio: ['ignore', 'ignore', 'pipe'],
       },
     );

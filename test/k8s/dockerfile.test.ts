@@ -97,9 +97,10 @@ describe('container image (Dockerfile + .dockerignore)', () => {
     expect(inBuildContext('package-lock.json')).toBe(true);
   });
 
-  it('runs every svc process with at most two malloc arenas (measured: docs/benchmarks.md)', () => {
+  it('runs every svc process with two malloc arenas and 2 MiB semi-spaces (measured: docs/benchmarks.md)', () => {
     const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
     expect(finalStage).toMatch(/^ENV MALLOC_ARENA_MAX=2$/m);
+    expect(finalStage).toMatch(/^ENV NODE_OPTIONS=--max-semi-space-size=2$/m);
   });
 
   it('imports only production dependencies at runtime (npm ci --omit=dev)', () => {
