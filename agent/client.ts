@@ -1,4 +1,4 @@
-import http from 'node:http';
+import { request } from '../lib/node-http.ts';
 import { isAgentErrorCode } from '../lib/error-codes.ts';
 import { SvcError } from '../lib/errors.ts';
 import { socketPath } from '../lib/data-dir.ts';
@@ -29,7 +29,7 @@ export class LocalApiClient {
   private call<T>(method: string, path: string, body?: unknown): Promise<T> {
     const text = body === undefined ? undefined : JSON.stringify(body);
     return new Promise<T>((resolve, reject) => {
-      const req = http.request(
+      const req = request(
         {
           socketPath: this.socketPath,
           path,

@@ -1,6 +1,6 @@
-import http from 'node:http';
 import https from 'node:https';
 import { formatDuration } from '../lib/duration.ts';
+import { request as httpRequest } from '../lib/node-http.ts';
 
 /** What to check: `verb` sent to `target + path`, healthy when the status equals `expectedStatus`. */
 export interface HealthCheckRequest {
@@ -108,8 +108,8 @@ function requestStatus(
       reject(new TimeoutError(`timed out after ${formatDuration(timeoutMs)} waiting for a response`));
       return;
     }
-    const client = url.protocol === 'https:' ? https : http;
-    const req = client.request(url, {
+    const send = url.protocol === 'https:' ? https.request : httpRequest;
+    const req = send(url, {
       method: verb.toUpperCase(),
       agent: false,
       headers: { 'user-agent': 'svc-healthcheck', accept: '*/*', connection: 'close' },

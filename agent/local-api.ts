@@ -1,7 +1,8 @@
 import { chmodSync, unlinkSync } from 'node:fs';
-import http from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { SvcError, badInput, errorText } from '../lib/errors.ts';
+import { createServer } from '../lib/node-http.ts';
 import type { Logger } from '../lib/logger.ts';
 import { CLI_SHARE_FIELDS } from '../lib/share/surfaces.ts';
 import type { Agent } from './agent.ts';
@@ -63,7 +64,7 @@ export async function startLocalApi(agent: Agent, path: string, logger: Logger):
     ['DELETE', /^\/v1\/accesses\/([a-z0-9-]{1,63})$/, async (m) => [200, (await agent.unaccess(m[1] as string)) ?? {}]],
   ];
 
-  const server = http.createServer((req, res) => {
+  const server = createServer((req, res) => {
     const respond = (status: number, payload: unknown) => {
       const text = JSON.stringify(payload);
       res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
@@ -108,7 +109,7 @@ function stringField(body: Record<string, unknown>, key: string): string {
   return value;
 }
 
-function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
+function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

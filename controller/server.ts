@@ -1,9 +1,10 @@
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { REMOTING_PATH } from '../lib/remoting/protocol.ts';
 import { errorText, problemText } from '../lib/errors.ts';
 import { answerHealth } from '../lib/health.ts';
 import type { Logger } from '../lib/logger.ts';
+import { createServer } from '../lib/node-http.ts';
 import { notConfigured, type Body, type Operation } from './api.ts';
 import { apiError, errorBody } from './errors.ts';
 import { isFrontendPath, isRegistryPoll, type FrontendApi } from './frontend-api.ts';
@@ -39,11 +40,11 @@ export interface ApiServerOptions {
  * `agent_controller` configured for `/agent` operations (501) → the operation. Errors are mapped
  * in one place (controller/errors.ts); no stack trace is ever sent.
  */
-export function createApiServer(options: ApiServerOptions): http.Server {
+export function createApiServer(options: ApiServerOptions): Server {
   const { logger } = options;
   const openapiJson = JSON.stringify(options.openapi.document);
 
-  const server = http.createServer((req, res) => {
+  const server = createServer((req, res) => {
     const started = performance.now();
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     let accountId: string | undefined;

@@ -6,8 +6,12 @@ import type * as Http from 'node:http';
  * WebSocket, CloseEvent and MessageEvent as getters into its bundled undici: reading them loads
  * undici with node:tls, node:http2 and node:zlib (memory: 17 MiB of RSS in a bare process, 7.0 MiB
  * in the frontend, docs/benchmarks.md "Frontend memory (issue #12)") in a process that may never
- * call fetch. Types still come from `import type … from 'node:http'`.
+ * call fetch. Types still come from `import type … from 'node:http'`; test/structure.test.ts refuses
+ * any other value import of node:http in the product folders. (node:https and node:http2 have no
+ * such getters: importing them loads node:tls, not undici.)
  */
 const http: typeof Http = process.getBuiltinModule('node:http');
 
 export const { Agent, createServer, request, STATUS_CODES } = http;
+/** The class's instance type, so that `Agent` from here names both, as node:http's does. */
+export type Agent = Http.Agent;

@@ -1,8 +1,9 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import Provider, { type Configuration } from 'oidc-provider';
 import { isLoopbackHost } from '../lib/net.ts';
+import { createServer } from '../lib/node-http.ts';
 import { DEV_TTL, devSigningKeys, devStore } from './dev-idp-store.ts';
 
 export interface DevIdentityProviderOptions {

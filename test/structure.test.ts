@@ -87,3 +87,64 @@ describe('dependency directions', () => {
     expect(violation({ file: 'agent/a.ts', line: 1, target: 'test/support/http.ts' })).toMatch(/may import only/);
   });
 });
+
+/**
+ * The one file that may take node:http as a value. Any ESM import of node:http — default, named,
+ * `import { type X }` (type stripping keeps it as `import {}`), side-effect, `export … from` or
+ * dynamic — makes Node 24 build its namespace, whose WebSocket/CloseEvent/MessageEvent getters load
+ * undici with node:tls, node:http2 and node:zlib: megabytes of RSS in every process, fetch or not.
+ */
+const NODE_HTTP = 'lib/node-http.ts';
+const HTTP_VALUE_IMPORT = [
+  /(?:^|[;\n])[ \t]*(?:import|export)\s+(?!type\b)(?:[^;'"]*?\bfrom\s*)?['"](?:node:)?http['"]/g,
+  /\bimport\s*\(\s*['"](?:node:)?http['"]/g,
+];
+
+/** Why each value import of node:http in `file` is refused (type-only imports are allowed). */
+function nodeHttpViolations(file: string, text: string): string[] {
+  if (file === NODE_HTTP || file.endsWith('.test.ts')) return [];
+  return HTTP_VALUE_IMPORT.flatMap((re) => [...text.matchAll(re)]).map((m) => {
+    const line = text.slice(0, m.index + m[0].search(/\S/)).split('\n').length;
+    return (
+      `${file}:${line} imports node:http as a value: take createServer, request, Agent … from ${NODE_HTTP} ` +
+      '(an ESM import of node:http loads undici, node:tls, node:http2 and node:zlib) and its types with `import type`'
+    );
+  });
+}
+
+describe('node:http only through lib/node-http.ts', () => {
+  it('has no value import of node:http in the product folders', () => {
+    const files = Object.keys(ALLOWED).flatMap(sourceFiles);
+    expect(files.flatMap((f) => nodeHttpViolations(f, readFileSync(join(ROOT, f), 'utf8')))).toEqual([]);
+  });
+
+  it('refuses every value form and allows type-only imports', () => {
+    const refused = [
+      "import http from 'node:http';",
+      "import { createServer } from 'node:http';",
+      "import http, { type Server } from 'node:http';",
+      "import { type Server } from 'node:http';",
+      "import * as http from 'http';",
+      "import 'node:http';",
+      "export { STATUS_CODES } from 'node:http';",
+      "const http = await import('node:http');",
+      "import {\n  createServer,\n  request,\n} from 'node:http';",
+    ];
+    for (const text of refused) {
+      expect(nodeHttpViolations('agent/a.ts', `// x\n${text}\n`), text).toEqual([
+        expect.stringMatching(/^agent\/a\.ts:2 imports node:http as a value: take .* from lib\/node-http\.ts/),
+      ]);
+    }
+    const allowed = [
+      "import type { IncomingMessage, Server } from 'node:http';",
+      "import type * as Http from 'node:http';",
+      "export type { IncomingMessage } from 'node:http';",
+      "import https from 'node:https';",
+      "import { constants } from 'node:http2';",
+      "const http = process.getBuiltinModule('node:http');",
+    ];
+    for (const text of allowed) expect(nodeHttpViolations('agent/a.ts', text), text).toEqual([]);
+    expect(nodeHttpViolations('lib/node-http.ts', "import http from 'node:http';")).toEqual([]);
+    expect(nodeHttpViolations('agent/a.test.ts', "import http from 'node:http';")).toEqual([]);
+  });
+});

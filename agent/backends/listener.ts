@@ -1,4 +1,4 @@
-import http from 'node:http';
+import { createServer } from '../../lib/node-http.ts';
 import type { Socket } from 'node:net';
 import { listen, portOf, type ListenAddress } from '../../lib/listen.ts';
 import type { BackendHandler } from './types.ts';
@@ -14,7 +14,7 @@ export interface RunningListener {
  * available, permission) become a clear SvcError naming the address instead of an unhandled event.
  */
 export async function listenHandler(handler: BackendHandler, address: ListenAddress): Promise<RunningListener> {
-  const server = http.createServer((req, res) => handler.request(req, res));
+  const server = createServer((req, res) => handler.request(req, res));
   server.on('upgrade', (req, socket, head) => {
     if (handler.upgrade) handler.upgrade(req, socket, head);
     else socket.destroy();

@@ -1,7 +1,8 @@
-import http, { type OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import { constants, type IncomingHttpHeaders as Http2Headers, type ServerHttp2Stream } from 'node:http2';
 import { stripIdentityHeaders } from '../../lib/identity-headers.ts';
+import { Agent, request as httpRequest } from '../../lib/node-http.ts';
 import { ROUTE_HEADER, shareTokenOf, tunnelHeaders } from '../../lib/tunnel/protocol.ts';
 
 /** A share as the tunnel serves it: where its backend answers, and who may reach it. */
@@ -12,7 +13,7 @@ export interface TunnelledShare {
 }
 
 const agents = {
-  http: new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 }),
+  http: new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 }),
   https: new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 }),
 };
 
@@ -40,10 +41,10 @@ export function serveStream(
   const websocket = headers[':method'] === 'CONNECT';
   if (websocket && headers[':protocol'] !== 'websocket') return answer(stream, 501, '501: only websockets\n');
   const out: OutgoingHttpHeaders = { ...tunnelHeaders(headers), host: target.host };
-  if (route === 'access') stripIdentityHeaders(out as http.IncomingHttpHeaders);
+  if (route === 'access') stripIdentityHeaders(out as IncomingHttpHeaders);
   if (websocket) Object.assign(out, { connection: 'Upgrade', upgrade: 'websocket' });
   const secure = target.protocol === 'https:';
-  const request = (secure ? https : http).request({
+  const request = (secure ? https.request : httpRequest)({
     protocol: target.protocol,
     hostname: target.hostname,
     port: target.port,

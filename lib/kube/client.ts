@@ -1,8 +1,9 @@
-import http from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { createInterface } from 'node:readline';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SvcError, errorText } from '../errors.ts';
+import { Agent, request } from '../node-http.ts';
 import type { KubeObject, KubeList, WatchEvent } from './resources.ts';
 
 /** The one field manager of every server-side apply the operator issues. */
@@ -63,11 +64,11 @@ interface RequestOptions {
 export class KubeClient {
   readonly server: URL;
   private readonly kc: KubeConfig;
-  private readonly agent: http.Agent;
+  private readonly agent: Agent;
   private readonly observe: RequestObserver;
   private cachedAuth: { headers: Record<string, string>; until: number } | undefined;
 
-  private constructor(kc: KubeConfig, server: URL, agent: http.Agent, observe: RequestObserver) {
+  private constructor(kc: KubeConfig, server: URL, agent: Agent, observe: RequestObserver) {
     this.kc = kc;
     this.server = server;
     this.agent = agent;
@@ -93,7 +94,7 @@ export class KubeClient {
             ...(tls.rejectUnauthorized !== undefined ? { rejectUnauthorized: tls.rejectUnauthorized } : {}),
             ...(tls.servername ? { servername: tls.servername } : {}),
           })
-        : new http.Agent(common);
+        : new Agent(common);
     return new KubeClient(kc, server, agent, observe);
   }
 
@@ -203,12 +204,7 @@ export class KubeClient {
     return headers;
   }
 
-  private async send(
-    method: string,
-    path: string,
-    options: RequestOptions,
-    verb: string,
-  ): Promise<http.IncomingMessage> {
+  private async send(method: string, path: string, options: RequestOptions, verb: string): Promise<IncomingMessage> {
     const url = new URL(path, this.server);
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
@@ -219,9 +215,9 @@ export class KubeClient {
       headers['content-type'] = options.contentType ?? 'application/json';
       headers['content-length'] = String(Buffer.byteLength(body));
     }
-    const transport = url.protocol === 'https:' ? https : http;
-    return await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = transport.request(
+    const transport = url.protocol === 'https:' ? https.request : request;
+    return await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = transport(
         url,
         { method, headers, agent: this.agent, ...(options.signal ? { signal: options.signal } : {}) },
         (res) => {
@@ -238,13 +234,13 @@ export class KubeClient {
   }
 }
 
-async function readBody(res: http.IncomingMessage): Promise<string> {
+async function readBody(res: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of res) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
 }
 
-async function errorFrom(res: http.IncomingMessage): Promise<KubeApiError> {
+async function errorFrom(res: IncomingMessage): Promise<KubeApiError> {
   return errorFromText(res.statusCode ?? 0, await readBody(res), 'GET', res.url ?? '');
 }
 
