@@ -70,7 +70,8 @@ export async function startBackend(opts: BackendCommandOptions): Promise<Running
 
 /** Runs the backend until SIGTERM/SIGINT, then closes the listener. */
 export async function runBackend(opts: BackendCommandOptions): Promise<void> {
+  const stopped = untilSignal();
   const running = await startBackend(opts);
-  await untilSignal();
+  await stopped;
   await running.close();
 }

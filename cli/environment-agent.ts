@@ -47,6 +47,7 @@ async function runEnvironmentAgent(opts: EnvironmentAgentOptions): Promise<void>
   if (opts.healthListen !== undefined && !healthAddress)
     throw badInput(`--health-listen: ${listenAddressProblem(opts.healthListen)}`);
   const enrollment = readEnrollmentFile(opts.enrollmentFile);
+  const stopped = untilSignal();
   const logger = createLogger('svc-environment-agent');
   const kc = new KubeConfig();
   kc.loadFromDefault();
@@ -66,7 +67,7 @@ async function runEnvironmentAgent(opts: EnvironmentAgentOptions): Promise<void>
       })
     : undefined;
   if (health) logger.info({ healthPort: health.port }, 'health endpoints listening');
-  await untilSignal();
+  await stopped;
   await health?.close();
   await remoting.close();
   client.close();

@@ -27,6 +27,7 @@ export function registerOperatorCommands(program: Command): void {
     )
     .option('--concurrency <n>', 'reconciles running at once per kind', '16')
     .action(async (flags: Record<string, string | string[] | boolean | undefined>) => {
+      const stopped = untilSignal();
       const { parseOperatorFlags } = await import('../operator/options.ts');
       const options = parseOperatorFlags(flags);
       const { KubeConfig } = await import('@kubernetes/client-node');
@@ -34,7 +35,7 @@ export function registerOperatorCommands(program: Command): void {
       const kubeConfig = new KubeConfig();
       kubeConfig.loadFromDefault();
       const operator = await startOperator({ ...options, kubeConfig });
-      await untilSignal();
+      await stopped;
       await operator.close();
     });
 }

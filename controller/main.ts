@@ -111,6 +111,7 @@ export async function runController(options: {
   store?: string;
   namespace?: string;
 }): Promise<void> {
+  const stopped = untilSignal();
   const logger = createLogger('svc-controller');
   const config = loadControllerConfig(options.config, options);
   const dataDir = resolveDataDir(options.dataDir, config.dataDir);
@@ -135,7 +136,7 @@ export async function runController(options: {
   process.stdout.write(
     `svc controller is ready\n  api:       ${running.apiUrl}\n  openapi:   ${running.apiUrl}/openapi.json\n${where}\n${frontend}`,
   );
-  await untilSignal();
+  await stopped;
   await running.close();
 }
 

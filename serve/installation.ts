@@ -103,6 +103,7 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
 
 /** Runs the installation until SIGINT/SIGTERM; prints where everything is once ready. */
 export async function runInstallation(options: InstallationOptions): Promise<void> {
+  const stopped = untilSignal();
   const logger = createLogger('svc-installation');
   const running = await startInstallation(options, logger);
   const endpoint = running.frontend.endpointUrl;
@@ -115,6 +116,6 @@ export async function runInstallation(options: InstallationOptions): Promise<voi
       '',
     ].join('\n'),
   );
-  await untilSignal();
+  await stopped;
   await running.close();
 }

@@ -127,6 +127,7 @@ export async function startServe(options: ServeOptions, logger: Logger): Promise
 
 /** Runs `svc serve` until SIGINT/SIGTERM; prints where everything is to stdout once ready. */
 export async function runServe(options: ServeOptions): Promise<void> {
+  const stopped = untilSignal();
   const logger = createLogger('svc-serve');
   const running = await startServe(options, logger);
   const lines = [
@@ -139,7 +140,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
     '  next:      svc share public http://127.0.0.1:3000',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
-  await untilSignal();
+  await stopped;
   logger.info('svc serve stopping');
   await running.close();
 }

@@ -17,6 +17,7 @@ export async function runFrontend(path: string): Promise<void> {
   const config = loadFrontendConfig(path);
   const log = createLogger('frontend');
   if (config.workers > 1 && cluster.isPrimary) return runPrimary(config.workers, log);
+  const stopped = untilSignal();
   // A worker whose primary was killed outright stops the normal way.
   const primaryGone = (): boolean => process.kill(process.pid, 'SIGTERM');
   if (cluster.isWorker) process.once('disconnect', primaryGone);
@@ -49,7 +50,7 @@ export async function runFrontend(path: string): Promise<void> {
     }
   });
 
-  await untilSignal();
+  await stopped;
   unwatchFile(path);
   log.info('shutting down');
   await frontend.close();

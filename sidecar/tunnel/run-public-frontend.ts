@@ -16,6 +16,7 @@ export async function runPublicFrontend(path: string, options: { check: boolean 
     );
     return;
   }
+  const stopped = untilSignal();
   const logger = createLogger('svc-public-frontend');
   const running = await startPublicFrontend(config, logger);
   const { replicas } = config;
@@ -33,6 +34,6 @@ export async function runPublicFrontend(path: string, options: { check: boolean 
       '',
     ].join('\n'),
   );
-  await untilSignal();
+  await stopped;
   await running.close();
 }

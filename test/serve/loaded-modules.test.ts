@@ -66,7 +66,7 @@ describe('idle svc processes do not load undici', () => {
     loaded['svc agent backend'] = await loadedBy(
       ['agent', 'backend', '--backend-mode', 'proxy', '--target', 'http://127.0.0.1:9', '--listen', '127.0.0.1:0'],
       /"listen":"[^"]*:(\d+)"/,
-      // One request (refused upstream: 502) also makes sure startup is over before the SIGTERM.
+      // One request (refused upstream: 502): the backend serves while it is measured.
       async (proc) => {
         const port = Number(/"listen":"[^"]*:(\d+)"/.exec(proc.output())?.[1]);
         expect((await request(port, '/')).status).toBe(502);
