@@ -1,10 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import WebSocket, { createWebSocketStream } from 'ws';
+import WebSocket from 'ws';
 import type { BackoffPolicy } from '../../lib/backoff.ts';
 import { errorText } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { keepAlive } from '../../lib/tunnel/keepalive.ts';
+import { webSocketDuplex } from '../../lib/tunnel/ws-duplex.ts';
 import {
   CLOSE_REVOKED,
   CLOSE_TOO_MANY_TUNNELS,
@@ -65,7 +66,7 @@ export class Dialer extends ReconnectingSocket {
     socket.on('open', () => {
       this.succeeded();
       keepAlive(socket, this.options.pingIntervalMs ?? DEFAULT_TUNNEL_LIMITS.pingIntervalMs);
-      const duplex = createWebSocketStream(socket);
+      const duplex = webSocketDuplex(socket);
       duplex.on('error', () => undefined);
       logger.info({ url }, `${name}: connected to the installation`);
       this.onConnected(duplex, socket);

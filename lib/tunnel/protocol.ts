@@ -53,7 +53,10 @@ export const DEFAULT_TUNNEL_LIMITS: TunnelLimits = {
   maxHeaderListBytes: 32 * 1024,
 };
 
-/** Largest WebSocket message of a tunnel: HTTP/2 frames are at most 16 KiB plus a 9-byte header. */
+/**
+ * Largest WebSocket message of a tunnel: both ends' `maxPayload`, and the cap on a batch of HTTP/2
+ * frames sent as one message (lib/tunnel/ws-duplex.ts); one frame is at most 16 KiB plus 9 bytes.
+ */
 export const MAX_FRAME_MESSAGE_BYTES = 1024 * 1024;
 
 /**

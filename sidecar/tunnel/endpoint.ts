@@ -2,13 +2,14 @@ import type { IncomingMessage } from 'node:http';
 import type { IncomingHttpHeaders as Http2Headers, ServerHttp2Stream } from 'node:http2';
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, createWebSocketStream, type WebSocket } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { errorText } from '../../lib/errors.ts';
 import { stripIdentityHeaders } from '../../lib/identity-headers.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { EnvironmentIdentity, ShareDirectory } from '../../lib/tunnel/directory.ts';
 import { forwardStream, rejectSocket } from '../../lib/tunnel/forward.ts';
 import { keepAlive } from '../../lib/tunnel/keepalive.ts';
+import { webSocketDuplex } from '../../lib/tunnel/ws-duplex.ts';
 import {
   ACCESS_PATH,
   CLOSE_REVOKED,
@@ -101,7 +102,7 @@ export class TunnelEndpoint {
   private acceptTunnel(ws: WebSocket, identity: EnvironmentIdentity, peer: string | undefined): void {
     const { limits, locator, logger } = this.options;
     const { envZId } = identity;
-    const duplex = createWebSocketStream(ws);
+    const duplex = webSocketDuplex(ws);
     duplex.on('error', () => undefined);
     const capped = tunnelClientSession(duplex, limits);
     const { session } = capped;
@@ -157,7 +158,7 @@ export class TunnelEndpoint {
     }
     sockets.add(ws);
     this.accessSockets.set(identity.envZId, sockets);
-    const duplex = createWebSocketStream(ws);
+    const duplex = webSocketDuplex(ws);
     duplex.on('error', () => undefined);
     const server = tunnelServer(limits);
     server.on('stream', (stream, headers) => this.accessStream(identity, stream, headers));
