@@ -53,7 +53,8 @@ import {
   type Measured,
   type Target,
 } from './lib/measure.ts';
-import { imageEnvironment, inMemoryLimit, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
+import { imageEnvironment } from './lib/image.ts';
+import { inMemoryLimit, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
 import { freePort } from './lib/ports.ts';

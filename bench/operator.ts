@@ -31,7 +31,7 @@ import { machineLines, markdownTable, writeMarkdown } from './lib/report.ts';
 import { summarizeProfiles } from './lib/cpu-profile.ts';
 import { goProfileTop, recordApiServerProfile } from './lib/go-profile.ts';
 import { intArg } from './lib/load-args.ts';
-import { imageEnvironment } from './lib/memory-limit.ts';
+import { imageEnvironment } from './lib/image.ts';
 
 const { values: flags } = parseArgs({
   options: {

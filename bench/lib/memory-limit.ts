@@ -1,6 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { agentResources } from '../../operator/pod.ts';
 
 /**
@@ -105,15 +104,4 @@ function readIfExists(file: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * The environment the image gives every svc process (the Dockerfile's `ENV NAME=value` lines, e.g.
- * MALLOC_ARENA_MAX), so a benchmark runs the frontend as the image does.
- */
-export function imageEnvironment(): Record<string, string> {
-  const dockerfile = readFileSync(fileURLToPath(new URL('../../Dockerfile', import.meta.url)), 'utf8');
-  const env: Record<string, string> = {};
-  for (const match of dockerfile.matchAll(/^ENV ([A-Z_][A-Z0-9_]*)=(\S+)$/gm)) env[match[1] ?? ''] = match[2] ?? '';
-  return env;
 }
