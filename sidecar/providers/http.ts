@@ -1,5 +1,6 @@
 import { callbackError, ProviderError, type CallbackInput } from './types.ts';
 import { errorText } from '../../lib/errors.ts';
+import { outboundRequest, type OutboundResponse } from '../../lib/outbound-http.ts';
 import type { TokenEndpointAuthMethod } from '../../lib/config/providers.ts';
 
 const TIMEOUT_MS = 10_000;
@@ -13,37 +14,23 @@ export async function providerRequest(
   provider: string,
   what: string,
   url: URL,
-  init: { method: string; headers?: Record<string, string>; body?: string },
-): Promise<{ status: number; json: unknown }> {
-  let response: Response;
+  init: { method: 'GET' | 'POST' | 'DELETE'; headers?: Record<string, string>; body?: string },
+): Promise<{ status: number; contentType: string; json: unknown }> {
+  let response: OutboundResponse;
   try {
-    response = await fetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(TIMEOUT_MS) });
+    response = await outboundRequest(url, { ...init, timeoutMs: TIMEOUT_MS, maxBodyBytes: MAX_BODY_BYTES });
   } catch (err) {
     throw new ProviderError(provider, `${what} failed: ${errorText(err)}`, err);
   }
-  const text = await readLimited(response, provider, what);
   let json: unknown;
-  if (text.length > 0) {
+  if (response.body.length > 0) {
     try {
-      json = JSON.parse(text);
+      json = JSON.parse(response.body.toString('utf8'));
     } catch {
       json = undefined;
     }
   }
-  return { status: response.status, json };
-}
-
-async function readLimited(response: Response, provider: string, what: string): Promise<string> {
-  if (!response.body) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > MAX_BODY_BYTES)
-      throw new ProviderError(provider, `${what}: response larger than ${MAX_BODY_BYTES} bytes`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  return { status: response.status, contentType: response.headers['content-type'] ?? '', json };
 }
 
 export function form(values: Record<string, string>): string {
@@ -67,20 +54,27 @@ export function callbackCode(provider: string, input: CallbackInput): string {
   return code;
 }
 
+/** How svc authenticates to a provider's token, revocation (and other client) endpoints. */
+export interface ClientCredentials {
+  readonly id: string;
+  readonly secret: string;
+  readonly method: TokenEndpointAuthMethod;
+}
+
 /**
- * RFC 6749 §4.1.3 code exchange with a PKCE verifier; returns the access token. The client
- * authenticates as configured (§2.3.1): HTTP Basic with the form-encoded id and secret, or both in
- * the form body. Some providers answer errors with HTTP 200 and an `error` field, so success is
- * judged by the presence of `access_token`.
+ * A form POST to one of the provider's client endpoints (token, revocation), the client
+ * authenticated as configured (RFC 6749 §2.3.1): HTTP Basic with the form-encoded id and secret, or
+ * both in the form body.
  */
-export async function exchangeCode(
+export function clientRequest(
   provider: string,
-  tokenUrl: URL,
-  client: { readonly id: string; readonly secret: string; readonly method: TokenEndpointAuthMethod },
+  what: string,
+  url: URL,
+  client: ClientCredentials,
   fields: Record<string, string>,
-): Promise<string> {
+): Promise<{ status: number; contentType: string; json: unknown }> {
   const basic = client.method === 'client_secret_basic';
-  const token = await providerRequest(provider, 'token exchange', tokenUrl, {
+  return providerRequest(provider, what, url, {
     method: 'POST',
     headers: {
       'content-type': 'application/x-www-form-urlencoded',
@@ -89,9 +83,28 @@ export async function exchangeCode(
     },
     body: form(basic ? fields : { ...fields, client_id: client.id, client_secret: client.secret }),
   });
+}
+
+/** The ProviderError for an endpoint's refusal, with the OAuth `error` (and description) it gave. */
+export function refusal(provider: string, what: string, status: number, json: unknown): ProviderError {
+  return new ProviderError(provider, `${what} refused (HTTP ${status}, ${oauthErrorText(json)})`);
+}
+
+/**
+ * RFC 6749 §4.1.3 code exchange with a PKCE verifier; returns the access token. Some providers
+ * answer errors with HTTP 200 and an `error` field, so success is judged by the presence of
+ * `access_token`.
+ */
+export async function exchangeCode(
+  provider: string,
+  tokenUrl: URL,
+  client: ClientCredentials,
+  fields: Record<string, string>,
+): Promise<string> {
+  const token = await clientRequest(provider, 'token exchange', tokenUrl, client, fields);
   const accessToken = (token.json as { access_token?: unknown } | undefined)?.access_token;
   if (token.status !== 200 || typeof accessToken !== 'string' || accessToken === '') {
-    throw new ProviderError(provider, `token exchange refused (HTTP ${token.status}, ${oauthErrorText(token.json)})`);
+    throw refusal(provider, 'token exchange', token.status, token.json);
   }
   return accessToken;
 }

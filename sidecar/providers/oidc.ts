@@ -1,7 +1,8 @@
-import * as client from 'openid-client';
+import { createHash } from 'node:crypto';
 import type { OidcConfig } from '../../lib/config/providers.ts';
-import { isLoopbackHost } from '../../lib/net.ts';
-import { errorText } from '../../lib/errors.ts';
+import { clientRequest, providerRequest, refusal, type ClientCredentials } from './http.ts';
+import { idTokenVerifier, type IdTokenClaims, type IdTokenVerifier } from './id-token.ts';
+import { discoverIssuer, type IssuerMetadata } from './oidc-discovery.ts';
 import {
   callbackError,
   ProviderError,
@@ -11,57 +12,95 @@ import {
   type ProviderTokens,
 } from './types.ts';
 
-type TokenResponse = Awaited<ReturnType<typeof client.authorizationCodeGrant>>;
+/** A successful token endpoint response (RFC 6749 §5.1), with the ID token's verified claims. */
+interface Tokens {
+  readonly accessToken: string;
+  readonly refreshToken?: string;
+  readonly claims?: IdTokenClaims;
+}
+
+interface Discovered {
+  readonly metadata: IssuerMetadata;
+  readonly idTokens: IdTokenVerifier;
+}
 
 /**
- * Generic OpenID Connect through openid-client (certified relying-party library): discovery from
- * `issuer`, nonce always, PKCE S256 when `supports_pkce`, the RFC 9207 `iss` check where the server
- * supports it, email from the ID token or user info (`email_verified` must be true), refresh with
- * the stored refresh token (never the access token), and RFC 7009 revocation when discovered.
+ * Generic OpenID Connect (Core 1.0, authorization code flow) as a confidential client: discovery
+ * from `issuer`, nonce always, PKCE S256 when `supports_pkce`, the RFC 9207 `iss` check where the
+ * server supports it, the ID token verified (id-token.ts), email from the ID token or user info
+ * (`email_verified` must be true), refresh with the stored refresh token (never the access token),
+ * and RFC 7009 revocation when discovered. Built on node:http and jose rather than openid-client,
+ * whose `fetch` cost a sidecar 20-28 MiB of its memory (docs/benchmarks.md, docs/design.md).
  */
 export function oidcProvider(config: OidcConfig): Provider {
-  const { name, issuer } = config;
-  let discovered: Promise<client.Configuration> | undefined;
-
-  const translate = (what: string, err: unknown): ProviderError => {
-    if (err instanceof ProviderError) return err;
-    // The provider's own OAuth error (`invalid_client: …`) says more than openid-client's wrapper.
-    if (err instanceof client.ResponseBodyError) {
-      const detail = err.error_description ? `${err.error}: ${err.error_description}` : err.error;
-      return new ProviderError(name, `${what} refused (HTTP ${err.status}, ${detail})`, err);
-    }
-    return new ProviderError(name, `${what} failed: ${errorText(err)}`, err);
+  const { name } = config;
+  const client: ClientCredentials = {
+    id: config.clientId,
+    secret: config.clientSecret,
+    method: config.tokenEndpointAuthMethod,
   };
+  let discovered: Promise<Discovered> | undefined;
 
-  const configuration = (): Promise<client.Configuration> => {
-    discovered ??= client
-      .discovery(
-        issuer,
-        config.clientId,
-        undefined,
-        config.tokenEndpointAuthMethod === 'client_secret_post'
-          ? client.ClientSecretPost(config.clientSecret)
-          : client.ClientSecretBasic(config.clientSecret),
-        {
-          ...(issuer.protocol === 'http:' && (config.insecureAllowHttp || isLoopbackHost(issuer.hostname))
-            ? { execute: [client.allowInsecureRequests] }
-            : {}),
-          timeout: 10,
-        },
-      )
-      .catch((err: unknown) => {
+  const discovery = (): Promise<Discovered> => {
+    discovered ??= discoverIssuer(config).then(
+      (metadata) => ({ metadata, idTokens: idTokenVerifier(name, metadata, config.clientId) }),
+      (err: unknown) => {
         discovered = undefined; // the next request retries discovery
-        throw translate(`discovery at ${issuer.href}`, err);
-      });
+        throw err;
+      },
+    );
     return discovered;
   };
 
-  const identityOf = async (cfg: client.Configuration, response: TokenResponse): Promise<Identity> => {
-    const claims = response.claims();
-    let email = claims?.email;
-    let verified = claims?.email_verified;
+  /** RFC 6749 §5.1/§5.2 at the token endpoint; an OpenID login must bring an ID token. */
+  const tokenGrant = async (
+    what: string,
+    fields: Record<string, string>,
+    idToken: { required: boolean; nonce?: string },
+  ): Promise<Tokens> => {
+    const { metadata, idTokens } = await discovery();
+    const response = await clientRequest(name, what, metadata.tokenEndpoint, client, fields);
+    const body = (response.json ?? {}) as Record<string, unknown>;
+    if (response.status !== 200 || typeof body.access_token !== 'string' || body.access_token === '')
+      throw refusal(name, what, response.status, response.json);
+    if (typeof body.token_type !== 'string' || body.token_type.toLowerCase() !== 'bearer')
+      throw new ProviderError(name, `${what}: unsupported token_type ${JSON.stringify(body.token_type)}`);
+    if (body.refresh_token !== undefined && typeof body.refresh_token !== 'string')
+      throw new ProviderError(name, `${what}: refresh_token is not a string`);
+    if (body.id_token !== undefined && typeof body.id_token !== 'string')
+      throw new ProviderError(name, `${what}: id_token is not a string`);
+    if (idToken.required && body.id_token === undefined) throw new ProviderError(name, `${what}: no ID token`);
+    const claims = body.id_token === undefined ? undefined : await idTokens.verify(body.id_token, idToken.nonce);
+    return {
+      accessToken: body.access_token,
+      ...(body.refresh_token ? { refreshToken: body.refresh_token } : {}),
+      ...(claims ? { claims } : {}),
+    };
+  };
+
+  /** OpenID Connect Core §5.3: user info as JSON, for the same subject as the ID token. */
+  const userInfo = async (accessToken: string, subject: string | undefined): Promise<Record<string, unknown>> => {
+    const { metadata } = await discovery();
+    if (!metadata.userinfoEndpoint)
+      throw new ProviderError(name, 'the ID token has no email and the provider has no user info endpoint');
+    const response = await providerRequest(name, 'user info', metadata.userinfoEndpoint, {
+      method: 'GET',
+      headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
+    });
+    const info = response.json as Record<string, unknown> | undefined;
+    if (response.status !== 200) throw refusal(name, 'user info', response.status, response.json);
+    if (!info || typeof info !== 'object' || !/^application\/json/i.test(response.contentType))
+      throw new ProviderError(name, 'user info: the response is not a JSON object (signed user info is not supported)');
+    if (subject !== undefined && info.sub !== subject)
+      throw new ProviderError(name, 'user info: "sub" is not the subject of the ID token');
+    return info;
+  };
+
+  const identityOf = async (tokens: Tokens): Promise<Identity> => {
+    let email = tokens.claims?.email;
+    let verified = tokens.claims?.email_verified;
     if (typeof email !== 'string' || typeof verified !== 'boolean') {
-      const info = await client.fetchUserInfo(cfg, response.access_token, claims?.sub ?? client.skipSubjectCheck);
+      const info = await userInfo(tokens.accessToken, tokens.claims?.sub);
       email = info.email;
       verified = info.email_verified;
     }
@@ -70,20 +109,22 @@ export function oidcProvider(config: OidcConfig): Provider {
     return { email, verified: verified === true };
   };
 
-  const tokensOf = (response: TokenResponse, previous?: ProviderTokens): ProviderTokens => {
-    const refreshToken = response.refresh_token ?? previous?.refreshToken;
-    return { accessToken: response.access_token, ...(refreshToken ? { refreshToken } : {}) };
+  const sessionTokens = (tokens: Tokens, previous?: ProviderTokens): ProviderTokens => {
+    const refreshToken = tokens.refreshToken ?? previous?.refreshToken;
+    return { accessToken: tokens.accessToken, ...(refreshToken ? { refreshToken } : {}) };
   };
 
   return {
     name,
     type: 'oidc',
     ready: async () => {
-      await configuration();
+      await discovery();
     },
     async authorizationUrl(request) {
-      const cfg = await configuration();
+      const { metadata } = await discovery();
+      const url = new URL(metadata.authorizationEndpoint);
       const params: Record<string, string> = {
+        client_id: config.clientId,
         redirect_uri: request.redirectUri,
         scope: config.scopes.join(' '),
         state: request.state,
@@ -91,56 +132,64 @@ export function oidcProvider(config: OidcConfig): Provider {
         response_type: 'code',
       };
       if (config.supportsPkce) {
-        params.code_challenge = await client.calculatePKCECodeChallenge(request.codeVerifier);
+        params.code_challenge = createHash('sha256').update(request.codeVerifier).digest('base64url');
         params.code_challenge_method = 'S256';
       }
-      return client.buildAuthorizationUrl(cfg, params);
+      // The endpoint's own query (a tenant, a policy) is kept; ours is added after it.
+      for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value);
+      return url;
     },
     async completeLogin(input): Promise<LoginResult> {
+      const callback = input.callbackUrl.searchParams;
       const refused = callbackError(name, input.callbackUrl);
       if (refused) throw refused;
-      const cfg = await configuration();
-      try {
-        const response = await client.authorizationCodeGrant(
-          cfg,
-          input.callbackUrl,
-          {
-            expectedState: input.state,
-            expectedNonce: input.nonce,
-            ...(config.supportsPkce ? { pkceCodeVerifier: input.codeVerifier } : {}),
-          },
-          { redirect_uri: input.redirectUri },
-        );
-        return { tokens: tokensOf(response), identity: await identityOf(cfg, response) };
-      } catch (err) {
-        throw translate('code exchange', err);
-      }
+      const { metadata } = await discovery();
+      // RFC 9207: a response from another issuer (mix-up attack) is refused before any exchange.
+      const iss = callback.get('iss');
+      if (iss === null && metadata.issParameterSupported)
+        throw new ProviderError(name, 'the login response has no "iss" although the provider sends one');
+      if (iss !== null && iss !== metadata.issuer)
+        throw new ProviderError(name, 'the login response comes from another issuer ("iss" does not match)');
+      if (callback.get('state') !== input.state)
+        throw new ProviderError(name, 'the login response does not belong to this login ("state" does not match)');
+      const code = callback.get('code');
+      if (!code) throw new ProviderError(name, 'the login response has no authorization code');
+      const tokens = await tokenGrant(
+        'code exchange',
+        {
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: input.redirectUri,
+          ...(config.supportsPkce ? { code_verifier: input.codeVerifier } : {}),
+        },
+        { required: true, nonce: input.nonce },
+      );
+      return { tokens: sessionTokens(tokens), identity: await identityOf(tokens) };
     },
     canRefresh: (tokens) => typeof tokens.refreshToken === 'string' && tokens.refreshToken !== '',
     async refresh(tokens): Promise<LoginResult> {
       if (!tokens.refreshToken) throw new ProviderError(name, 'no refresh token');
-      const cfg = await configuration();
-      try {
-        const response = await client.refreshTokenGrant(cfg, tokens.refreshToken);
-        return { tokens: tokensOf(response, tokens), identity: await identityOf(cfg, response) };
-      } catch (err) {
-        throw translate('refresh', err);
-      }
+      const fresh = await tokenGrant(
+        'refresh',
+        { grant_type: 'refresh_token', refresh_token: tokens.refreshToken },
+        { required: false },
+      );
+      return { tokens: sessionTokens(fresh, tokens), identity: await identityOf(fresh) };
     },
     async revoke(tokens) {
-      const cfg = await configuration();
-      if (!cfg.serverMetadata().revocation_endpoint) return;
+      const { metadata } = await discovery();
+      if (!metadata.revocationEndpoint) return;
       const hints: [string | undefined, string][] = [
         [tokens.refreshToken, 'refresh_token'],
         [tokens.accessToken, 'access_token'],
       ];
       for (const [token, hint] of hints) {
         if (!token) continue;
-        try {
-          await client.tokenRevocation(cfg, token, { token_type_hint: hint });
-        } catch (err) {
-          throw translate('revocation', err);
-        }
+        const result = await clientRequest(name, 'revocation', metadata.revocationEndpoint, client, {
+          token,
+          token_type_hint: hint,
+        });
+        if (result.status !== 200) throw refusal(name, 'revocation', result.status, result.json);
       }
     },
     loginPageUrl: () => config.endpoints.login_url,

@@ -4,7 +4,31 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { openSharesConfig, spawnFrontend } from '../support/frontend-process.ts';
-import { get } from '../support/http.ts';
+import { cookiesFrom, get } from '../support/http.ts';
+import { startTestIssuer, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type TestIssuer } from '../support/test-issuer.ts';
+
+interface Loaded {
+  builtins: string[];
+  packages: string[];
+  undici: boolean;
+}
+
+/** Runs `svc frontend` with the loaded-modules preload, lets `visit` use it, stops it, and returns its report. */
+async function loadedWhile(file: string, visit: (port: number) => Promise<void>): Promise<Loaded> {
+  const report = `${file}.loaded.json`;
+  const { child, port } = await spawnFrontend(file, {
+    execArgv: ['--import', join(import.meta.dirname, '../support/report-loaded-modules.ts')],
+    env: { SVC_TEST_LOADED_MODULES: report },
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  try {
+    await visit(port);
+  } finally {
+    child.kill('SIGTERM');
+  }
+  expect(await exited).toBe(0);
+  return JSON.parse(readFileSync(report, 'utf8')) as Loaded;
+}
 
 /**
  * Issue #12: the sidecar's memory is mostly what it loads. A plain `svc frontend` (one open share,
@@ -15,27 +39,17 @@ import { get } from '../support/http.ts';
  */
 describe('svc frontend loads only what it uses', () => {
   let backend: EchoBackend;
-  let loaded: { builtins: string[]; packages: string[] };
+  let loaded: Loaded;
   const dir = mkdtempSync(join(tmpdir(), 'svc-loaded-'));
 
   beforeAll(async () => {
     backend = await startEchoBackend();
     const file = join(dir, 'frontend.yaml');
     writeFileSync(file, openSharesConfig(['one'], backend.url));
-    const report = join(dir, 'loaded.json');
-    const { child, port } = await spawnFrontend(file, {
-      execArgv: ['--import', join(import.meta.dirname, '../support/report-loaded-modules.ts')],
-      env: { SVC_TEST_LOADED_MODULES: report },
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-    try {
+    loaded = await loadedWhile(file, async (port) => {
       expect((await get(port, 'one.svc.localhost:8080', '/')).status).toBe(200);
       expect((await get(port, '127.0.0.1', '/readyz')).status).toBe(200);
-    } finally {
-      child.kill('SIGTERM');
-    }
-    expect(await exited).toBe(0);
-    loaded = JSON.parse(readFileSync(report, 'utf8')) as typeof loaded;
+    });
   });
   afterAll(async () => {
     await backend?.close();
@@ -52,5 +66,68 @@ describe('svc frontend loads only what it uses', () => {
 
   it("loads none of prom-client's unused parts (Pushgateway, Summary, OpenTelemetry exemplars)", () => {
     expect(loaded.packages.filter((p) => ['@opentelemetry/api', 'tdigest', 'bintrees'].includes(p))).toEqual([]);
+  });
+});
+
+/**
+ * An `oidc` frontend logs a visitor in (discovery at start-up, key set, token exchange) over
+ * node:http: Node's fetch would load undici and compile, then re-optimize, its WebAssembly HTTP
+ * parser, 20-28 MiB of a sidecar's RSS (docs/benchmarks.md). The issuer is on loopback over http,
+ * so no TLS either.
+ */
+describe('an oidc frontend logs in without loading fetch', () => {
+  let backend: EchoBackend;
+  let issuer: TestIssuer;
+  let loaded: Loaded;
+  let served: number;
+  const dir = mkdtempSync(join(tmpdir(), 'svc-loaded-oidc-'));
+
+  beforeAll(async () => {
+    [backend, issuer] = await Promise.all([startEchoBackend(), startTestIssuer()]);
+    const file = join(dir, 'frontend.yaml');
+    writeFileSync(
+      file,
+      openSharesConfig([], backend.url)
+        .replace(
+          /- \{ name: google.*\}/,
+          `- { name: corp, type: oidc, issuer: "${issuer.issuer}", client_id: ${TEST_CLIENT_ID}, client_secret: ${TEST_CLIENT_SECRET}, scopes: [openid, email], supports_pkce: true }`,
+        )
+        .replace(
+          /shares:\n.*$/s,
+          `shares:\n  - { token: one, target: "${backend.url.href}", oauth_provider: corp, oauth_email_address_patterns: ["*@example.com"] }\n`,
+        ),
+    );
+    loaded = await loadedWhile(file, async (port) => {
+      const share = 'one.svc.localhost:8080';
+      const start = await get(port, share, '/');
+      expect(start.status).toBe(302);
+      const authorize = new URL(start.headers.location ?? '');
+      const nonce = authorize.searchParams.get('nonce');
+      issuer.behaviour.claims = (claims) => ({ ...claims, nonce });
+      const callbackUrl = new URL(authorize.searchParams.get('redirect_uri') ?? '');
+      callbackUrl.search = new URLSearchParams({
+        code: 'code-1',
+        state: authorize.searchParams.get('state') ?? '',
+        iss: issuer.issuer,
+      }).toString();
+      const back = await get(port, callbackUrl.host, `${callbackUrl.pathname}${callbackUrl.search}`, {
+        headers: { cookie: cookiesFrom(start) },
+      });
+      expect(back.status).toBe(302);
+      served = (await get(port, share, '/', { headers: { cookie: cookiesFrom(back) } })).status;
+    });
+  });
+  afterAll(async () => {
+    await Promise.all([backend?.close(), issuer?.close()]);
+  });
+
+  it('serves the share to the visitor it logged in, after a key set and a token request', () => {
+    expect(served).toBe(200);
+    expect(issuer.requests).toEqual({ jwks: 1, token: 1 });
+  });
+
+  it('loaded neither undici nor node:tls, node:http2 or node:zlib', () => {
+    expect(loaded.undici).toBe(false);
+    expect(loaded.builtins.filter((m) => ['tls', 'http2', 'zlib', 'https'].includes(m))).toEqual([]);
   });
 });

@@ -1,0 +1,102 @@
+import { createLocalJWKSet, jwtVerify, errors, type JWTPayload, type JWTVerifyGetKey, type KeyObject } from 'jose';
+import { errorText } from '../../lib/errors.ts';
+import { providerRequest } from './http.ts';
+import type { IssuerMetadata } from './oidc-discovery.ts';
+import { ProviderError } from './types.ts';
+
+/** Leeway for `exp`/`iat`/`nbf` against the provider's clock (openid-client's default too). */
+const CLOCK_TOLERANCE_SECONDS = 30;
+/** A key set is fetched again for an unknown `kid` (key rotation), at most this often. */
+const JWKS_REFETCH_AFTER_MS = 60_000;
+
+export interface IdTokenClaims extends JWTPayload {
+  readonly sub: string;
+  readonly email?: unknown;
+  readonly email_verified?: unknown;
+}
+
+export interface IdTokenVerifier {
+  /**
+   * OpenID Connect Core §3.1.3.7: signature by a key of the provider's JWKS with an accepted
+   * algorithm, `iss` the discovered issuer, `aud` containing the client (and `azp`, when present or
+   * when there are several audiences, naming it), `exp`/`iat` present and in time, and, on a login,
+   * the `nonce` of that login. Throws ProviderError naming what failed.
+   */
+  verify(idToken: string, expectedNonce: string | undefined): Promise<IdTokenClaims>;
+}
+
+/**
+ * Times are checked against the system clock, not the frontend's injectable one: the provider
+ * stamps its tokens in real time.
+ */
+export function idTokenVerifier(provider: string, metadata: IssuerMetadata, clientId: string): IdTokenVerifier {
+  let keys: { getKey: JWTVerifyGetKey; fetchedAt: number } | undefined;
+
+  const fetchKeys = async () => {
+    const what = `key set ${metadata.jwksUri.href}`;
+    const response = await providerRequest(provider, what, metadata.jwksUri, {
+      method: 'GET',
+      headers: { accept: 'application/jwk-set+json, application/json' },
+    });
+    if (response.status !== 200) throw new ProviderError(provider, `${what} failed: HTTP ${response.status}`);
+    try {
+      keys = { getKey: createLocalJWKSet(response.json as never), fetchedAt: Date.now() };
+    } catch (err) {
+      throw new ProviderError(provider, `${what} failed: ${errorText(err)}`, err);
+    }
+    return keys;
+  };
+
+  const verifyWith = async (idToken: string, getKey: JWTVerifyGetKey) => {
+    const options = {
+      issuer: metadata.issuer,
+      audience: clientId,
+      algorithms: [...metadata.idTokenAlgorithms],
+      clockTolerance: CLOCK_TOLERANCE_SECONDS,
+      requiredClaims: ['iss', 'sub', 'aud', 'exp', 'iat'],
+    };
+    try {
+      return (await jwtVerify(idToken, getKey, options)).payload;
+    } catch (err) {
+      // A key set without `kid`s can hold several keys of the algorithm: jose then offers each.
+      if (!(err instanceof errors.JWKSMultipleMatchingKeys)) throw err;
+      for await (const key of err as unknown as AsyncIterable<KeyObject>) {
+        try {
+          return (await jwtVerify(idToken, key, options)).payload;
+        } catch (inner) {
+          if (!(inner instanceof errors.JWSSignatureVerificationFailed)) throw inner;
+        }
+      }
+      throw new errors.JWSSignatureVerificationFailed();
+    }
+  };
+
+  return {
+    async verify(idToken, expectedNonce) {
+      let payload: JWTPayload;
+      try {
+        let current = keys ?? (await fetchKeys());
+        try {
+          payload = await verifyWith(idToken, current.getKey);
+        } catch (err) {
+          const rotated =
+            err instanceof errors.JWKSNoMatchingKey && Date.now() - current.fetchedAt >= JWKS_REFETCH_AFTER_MS;
+          if (!rotated) throw err;
+          current = await fetchKeys();
+          payload = await verifyWith(idToken, current.getKey);
+        }
+      } catch (err) {
+        if (err instanceof ProviderError) throw err;
+        throw new ProviderError(provider, `the ID token is not valid: ${errorText(err)}`, err);
+      }
+      const invalid = (text: string) => new ProviderError(provider, `the ID token is not valid: ${text}`);
+      if (typeof payload.sub !== 'string' || payload.sub === '') throw invalid('"sub" is missing');
+      const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+      if (payload.azp !== undefined && payload.azp !== clientId) throw invalid('"azp" names another client');
+      if (audiences.length > 1 && payload.azp === undefined) throw invalid('several audiences and no "azp"');
+      if (expectedNonce !== undefined && payload.nonce !== expectedNonce)
+        throw invalid('"nonce" does not match the login');
+      return payload as IdTokenClaims;
+    },
+  };
+}

@@ -1,0 +1,119 @@
+import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
+import { createServer } from '../../lib/node-http.ts';
+
+/**
+ * An OpenID issuer for tests of svc's OpenID client: a real HTTP server on loopback that signs real
+ * JWTs with jose, and that a test makes misbehave one way at a time through `behaviour` (oidc-provider,
+ * used by the login tests, only ever sends valid responses). Its token endpoint answers any code.
+ */
+export const TEST_CLIENT_ID = 'svc-client';
+export const TEST_CLIENT_SECRET = 'client-secret-for-hs256-attack-0123456789';
+
+export interface IssuerBehaviour {
+  discovery: (base: Record<string, unknown>) => Record<string, unknown>;
+  claims: (base: JWTPayload) => JWTPayload;
+  /** Replaces the signed ID token (undefined: none in the response). */
+  idToken?: (claims: JWTPayload) => Promise<string | undefined>;
+  tokenType: string;
+  userInfo: (base: Record<string, unknown>) => Record<string, unknown>;
+}
+
+export interface TestIssuer {
+  readonly issuer: string;
+  behaviour: IssuerBehaviour;
+  readonly requests: { jwks: number; token: number };
+  /** An RS256 JWT signed by the issuer's key (`kid` k1), or by a key outside its key set. */
+  sign(claims: JWTPayload, key?: 'issuer' | 'other', kid?: string): Promise<string>;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+export const normalBehaviour = (): IssuerBehaviour => ({
+  discovery: (base) => base,
+  claims: (base) => base,
+  tokenType: 'Bearer',
+  userInfo: (base) => base,
+});
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
+
+export async function startTestIssuer(): Promise<TestIssuer> {
+  const pair = await generateKeyPair('RS256');
+  const other: CryptoKey = (await generateKeyPair('RS256')).privateKey;
+  const jwks = { keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] };
+  const requests = { jwks: 0, token: 0 };
+  const sign = (claims: JWTPayload, key: 'issuer' | 'other' = 'issuer', kid = 'k1') =>
+    new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid }).sign(key === 'issuer' ? pair.privateKey : other);
+  let issuer = '';
+  const state: TestIssuer = {
+    get issuer() {
+      return issuer;
+    },
+    behaviour: normalBehaviour(),
+    requests,
+    sign,
+    reset() {
+      state.behaviour = normalBehaviour();
+      requests.jwks = 0;
+      requests.token = 0;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const { behaviour } = state;
+    const path = new URL(req.url ?? '/', issuer).pathname;
+    if (path === '/.well-known/openid-configuration') {
+      return json(
+        res,
+        200,
+        behaviour.discovery({
+          issuer,
+          authorization_endpoint: `${issuer}/auth`,
+          token_endpoint: `${issuer}/token`,
+          jwks_uri: `${issuer}/jwks`,
+          userinfo_endpoint: `${issuer}/me`,
+          id_token_signing_alg_values_supported: ['RS256'],
+          authorization_response_iss_parameter_supported: true,
+        }),
+      );
+    }
+    if (path === '/jwks') {
+      requests.jwks++;
+      return json(res, 200, jwks);
+    }
+    if (path === '/token') {
+      requests.token++;
+      const now = Math.floor(Date.now() / 1000);
+      const claims = behaviour.claims({
+        iss: issuer,
+        sub: 'user-1',
+        aud: TEST_CLIENT_ID,
+        iat: now,
+        exp: now + 300,
+        nonce: 'nonce-1',
+        email: 'ada@example.com',
+        email_verified: true,
+      });
+      const idToken = behaviour.idToken ? await behaviour.idToken(claims) : await sign(claims);
+      return json(res, 200, {
+        access_token: 'access-token-secret',
+        refresh_token: 'refresh-token-secret',
+        token_type: behaviour.tokenType,
+        ...(idToken === undefined ? {} : { id_token: idToken }),
+      });
+    }
+    if (path === '/me')
+      return json(res, 200, behaviour.userInfo({ sub: 'user-1', email: 'ada@example.com', email_verified: true }));
+    json(res, 404, {});
+  };
+
+  const server: Server = createServer((req, res) => void handle(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return state;
+}
