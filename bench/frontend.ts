@@ -30,7 +30,6 @@
  * `--load auto` (default) uses wrk when it is installed: written in C, it takes far less of a small
  * machine's CPU from the servers being measured, and reports latency in µs (autocannon: 1 ms steps).
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -53,7 +52,7 @@ import {
   type Measured,
   type Target,
 } from './lib/measure.ts';
-import { imageEnvironment } from './lib/image.ts';
+import { imageEnvironment, imageNodeFlags, warmCompileCache } from './lib/image.ts';
 import { inMemoryLimit, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
@@ -163,9 +162,8 @@ async function main(): Promise<number> {
   const loadBefore = loadavg();
   // As the image build does (Dockerfile): a frontend that finds its sources there never loads the
   // TypeScript stripper (~15 MiB of RSS and ~100 ms of start-up, for the life of the process).
-  for (const root of [ROOT, ...(s.baseline ? [s.baseline] : [])]) {
-    execFileSync(process.execPath, [join(root, 'bin/warm-compile-cache.js')], { cwd: root, stdio: 'ignore' });
-  }
+  for (const root of [ROOT, ...(s.baseline ? [s.baseline] : [])]) warmCompileCache(root);
+  for (const variant of s.variants) warmCompileCache(ROOT, variant.nodeFlags);
   const memoryLimits = new MemoryLimits(s.memoryLimitMiB === undefined ? undefined : s.memoryLimitMiB * 1048576);
   try {
     // Servers, each in its own process.
@@ -210,7 +208,7 @@ async function main(): Promise<number> {
         upstream: backendUrl.href,
       },
       undefined,
-      { memoryLimit: memoryLimits.next(), env: imageEnvironment() },
+      { memoryLimit: memoryLimits.next(), env: imageEnvironment(), nodeFlags: imageNodeFlags() },
     );
 
     const shareUrl = (token: string): URL => new URL(`http://${token}.${DOMAIN}:${frontendPort}/`);
@@ -421,6 +419,7 @@ async function startFrontendProcess(
   const frontend = await startProcess<true>({
     name: 'frontend',
     ...inMemoryLimit(memoryLimits.next(), process.execPath, [
+      ...imageNodeFlags(),
       ...(variant?.nodeFlags ?? []),
       join(root, 'bin/svc.js'),
       'frontend',
@@ -575,7 +574,7 @@ function formatReport(
       .map(([k, v]) => `${k}=${v}`)
       .join(
         ' ',
-      )}) and ${s.memoryLimitMiB === undefined ? 'without a memory limit' : `each in its own memory cgroup of ${s.memoryLimitMiB} MiB${s.memoryLimitMiB === sidecarMemoryLimitBytes() / 1048576 ? ", the sidecar container's limit" : ''}: Node sizes V8's heap from it, as in a pod`} (\`--memory-limit\`)`,
+      )}), the image entrypoint's Node flags (${imageNodeFlags().join(' ') || 'none'}) and ${s.memoryLimitMiB === undefined ? 'without a memory limit' : `each in its own memory cgroup of ${s.memoryLimitMiB} MiB${s.memoryLimitMiB === sidecarMemoryLimitBytes() / 1048576 ? ", the sidecar container's limit" : ''}: Node sizes V8's heap from it, as in a pod`} (\`--memory-limit\`)`,
     `- saturation: ${s.tool}, ${s.connections} connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per configuration, 127.0.0.1, ${BODY_BYTES}-byte body, keep-alive`,
     `- latency: open loop at ${latencySets.map((set) => set[0]?.result.rate ?? '-').join(', ')} req/s (${s.rate === undefined ? `${s.latencyAt.join(', ')} of the frontend OAuth share's saturation` : 'set by --rate'}) for ${s.durationSeconds} s per configuration and round`,
     '',

@@ -31,7 +31,7 @@ import { machineLines, markdownTable, writeMarkdown } from './lib/report.ts';
 import { summarizeProfiles } from './lib/cpu-profile.ts';
 import { goProfileTop, recordApiServerProfile } from './lib/go-profile.ts';
 import { intArg } from './lib/load-args.ts';
-import { imageEnvironment } from './lib/image.ts';
+import { imageEnvironment, imageNodeFlags } from './lib/image.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -125,6 +125,7 @@ async function main(): Promise<void> {
     operator = spawn(
       process.execPath,
       [
+        ...imageNodeFlags(),
         ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []),
         // SVC_BIN: another checkout's bin/svc.js, to measure before and after under the same load.
         process.env.SVC_BIN ?? join(import.meta.dirname, '..', 'bin', 'svc.js'),

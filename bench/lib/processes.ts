@@ -173,11 +173,16 @@ export function startModule<T>(
   exportName: string,
   arg: unknown,
   timeoutMs = 20_000,
-  options: { readonly memoryLimit?: MemoryLimit | undefined; readonly env?: Readonly<Record<string, string>> } = {},
+  options: {
+    readonly memoryLimit?: MemoryLimit | undefined;
+    readonly env?: Readonly<Record<string, string>>;
+    readonly nodeFlags?: readonly string[];
+  } = {},
 ): Promise<BenchProcess<T>> {
   return startProcess<T>({
     name,
     ...inMemoryLimit(options.memoryLimit, process.execPath, [
+      ...(options.nodeFlags ?? []),
       fileURLToPath(new URL('./run-module.ts', import.meta.url)),
       modulePath,
       exportName,

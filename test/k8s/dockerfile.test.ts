@@ -117,6 +117,13 @@ describe('container image (Dockerfile + .dockerignore)', () => {
     const user = /^USER\s+(\d+)(?::(\d+))?\s*$/m.exec(dockerfile);
     expect(user?.[1]).toBeDefined();
     expect(Number(user?.[1])).toBeGreaterThan(0);
-    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "\/app\/bin\/svc\.js"\]$/m);
+    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", (?:"--[a-z-]+", )*"\/app\/bin\/svc\.js"\]$/m);
+  });
+
+  it('fills the compile cache with the Node flags of its entrypoint (the cache is keyed by them)', () => {
+    const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1] ?? '[]') as string[];
+    const flags = entrypoint.slice(1, -1);
+    expect(flags).toContain('--no-maglev');
+    expect(dockerfile).toMatch(new RegExp(`^RUN node ${flags.join(' ')} bin/warm-compile-cache\\.js$`, 'm'));
   });
 });
