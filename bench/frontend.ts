@@ -36,7 +36,6 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { stringify } from 'yaml';
 import { devInteractionsLogin } from './lib/dev-login.ts';
 import { barChartSvg } from './lib/chart.ts';
 import { FIXED_BODY_START as BODY_START, type FixedBackend } from './lib/fixed-backend.ts';
@@ -414,7 +413,8 @@ async function startFrontendProcess(
     ],
   };
   const file = join(dir, 'frontend.yaml');
-  writeFileSync(file, stringify(config), { mode: 0o600 });
+  // JSON, as the operator writes a share sidecar's config (svc then loads no YAML parser).
+  writeFileSync(file, JSON.stringify(config, null, 2), { mode: 0o600 });
   const spawned = performance.now();
   const frontend = await startProcess<true>({
     name: 'frontend',

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
 import { parseDuration } from './duration.ts';
 import type { ProblemCode } from './error-codes.ts';
 import { ConfigError, SvcError, errorText, problem, type Problem } from './errors.ts';
@@ -188,7 +189,7 @@ function setField(doc: unknown, keys: readonly string[], value: unknown): unknow
   return { ...obj, [key]: setField(obj[key], rest, value) };
 }
 
-/** Loads a YAML file into an untyped document; a missing file or a syntax error is a ConfigError. */
+/** Loads a YAML (or JSON) file into an untyped document; a missing file or a syntax error is a ConfigError. */
 export function loadYamlFile(path: string): unknown {
   let text: string;
   try {
@@ -198,11 +199,57 @@ export function loadYamlFile(path: string): unknown {
       status: 400,
     });
   }
+  const json = parseStrictJson(text);
+  if (json.ok) return json.value;
+  // Loaded only here: yaml is 72 modules and 4-12 MiB of a process's memory, and the operator
+  // writes the share sidecars' config as JSON (which is YAML too) so that they never load it.
+  const { parse } = createRequire(import.meta.url)('yaml') as typeof Yaml;
   try {
-    return parseYaml(text, { prettyErrors: true, uniqueKeys: true });
+    return parse(text, { prettyErrors: true, uniqueKeys: true });
   } catch (err) {
     throw new ConfigError(path, [problem('', `YAML syntax: ${errorText(err)}`)]);
   }
+}
+
+/**
+ * A JSON object document, read as YAML would read it. Anything else (YAML, malformed JSON, or a
+ * repeated key, which JSON.parse would silently resolve to the last value) is left to the YAML
+ * parser, whose errors name the line.
+ */
+function parseStrictJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  if (!/^\s*\{/.test(text)) return { ok: false };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { ok: false };
+  }
+  return hasRepeatedKey(text) ? { ok: false } : { ok: true, value };
+}
+
+/** Whether an object in this (valid) JSON text names a key twice. */
+function hasRepeatedKey(text: string): boolean {
+  const open: (Set<string> | undefined)[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '{') open.push(new Set());
+    else if (c === '[') open.push(undefined);
+    else if (c === '}' || c === ']') open.pop();
+    else if (c === '"') {
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      let next = end + 1;
+      while (next < text.length && /\s/.test(text[next] ?? '')) next++;
+      const keys = open.at(-1);
+      if (keys && text[next] === ':') {
+        const key = JSON.parse(text.slice(i, end + 1)) as string;
+        if (keys.has(key)) return true;
+        keys.add(key);
+      }
+      i = end;
+    }
+  }
+  return false;
 }
 
 export function join(path: string, key: string | number): string {

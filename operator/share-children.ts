@@ -1,5 +1,4 @@
 import type { ShareIngressOptions } from './options.ts';
-import { stringify as toYaml } from 'yaml';
 import type { ProblemCode } from '../lib/error-codes.ts';
 import { errorText, problem, type Problem, type Result } from '../lib/errors.ts';
 import { CRD_SHARE_FIELDS } from '../lib/share/surfaces.ts';
@@ -273,7 +272,8 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
     };
   }
   if (oauth && options.installation) {
-    const config = toYaml(sidecarConfig(share, options.installation));
+    // JSON, which is YAML too: the sidecar then never loads a YAML parser (lib/config-reader.ts).
+    const config = JSON.stringify(sidecarConfig(share, options.installation), null, 2);
     children.secret = {
       apiVersion: 'v1',
       kind: 'Secret',

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { openSharesConfig, spawnFrontend } from '../support/frontend-process.ts';
 import { cookiesFrom, get } from '../support/http.ts';
@@ -75,7 +76,7 @@ describe('svc frontend loads only what it uses', () => {
  * parser, 20-28 MiB of a sidecar's RSS (docs/benchmarks.md). The issuer is on loopback over http,
  * so no TLS either.
  */
-describe('an oidc frontend logs in without loading fetch', () => {
+describe('an oidc frontend configured as the operator does it logs in without loading fetch or YAML', () => {
   let backend: EchoBackend;
   let issuer: TestIssuer;
   let loaded: Loaded;
@@ -85,18 +86,17 @@ describe('an oidc frontend logs in without loading fetch', () => {
   beforeAll(async () => {
     [backend, issuer] = await Promise.all([startEchoBackend(), startTestIssuer()]);
     const file = join(dir, 'frontend.yaml');
-    writeFileSync(
-      file,
-      openSharesConfig([], backend.url)
-        .replace(
-          /- \{ name: google.*\}/,
-          `- { name: corp, type: oidc, issuer: "${issuer.issuer}", client_id: ${TEST_CLIENT_ID}, client_secret: ${TEST_CLIENT_SECRET}, scopes: [openid, email], supports_pkce: true }`,
-        )
-        .replace(
-          /shares:\n.*$/s,
-          `shares:\n  - { token: one, target: "${backend.url.href}", oauth_provider: corp, oauth_email_address_patterns: ["*@example.com"] }\n`,
-        ),
-    );
+    // As the operator writes a share sidecar's config: JSON, which svc reads without its YAML parser.
+    const yaml = openSharesConfig([], backend.url)
+      .replace(
+        /- \{ name: google.*\}/,
+        `- { name: corp, type: oidc, issuer: "${issuer.issuer}", client_id: ${TEST_CLIENT_ID}, client_secret: ${TEST_CLIENT_SECRET}, scopes: [openid, email], supports_pkce: true }`,
+      )
+      .replace(
+        /shares:\n.*$/s,
+        `shares:\n  - { token: one, target: "${backend.url.href}", oauth_provider: corp, oauth_email_address_patterns: ["*@example.com"] }\n`,
+      );
+    writeFileSync(file, JSON.stringify(parse(yaml), null, 2));
     loaded = await loadedWhile(file, async (port) => {
       const share = 'one.svc.localhost:8080';
       const start = await get(port, share, '/');
@@ -126,8 +126,9 @@ describe('an oidc frontend logs in without loading fetch', () => {
     expect(issuer.requests).toEqual({ jwks: 1, token: 1 });
   });
 
-  it('loaded neither undici nor node:tls, node:http2 or node:zlib', () => {
+  it('loaded neither undici nor node:tls, node:http2 or node:zlib, nor a YAML parser', () => {
     expect(loaded.undici).toBe(false);
+    expect(loaded.packages).not.toContain('yaml');
     expect(loaded.builtins.filter((m) => ['tls', 'http2', 'zlib', 'https'].includes(m))).toEqual([]);
   });
 });
