@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { Duplex } from 'node:stream';
 import { stripIdentityHeaders } from '../lib/identity-headers.ts';
 import { Agent, request } from '../lib/node-http.ts';
+import { BackendIdleWatch } from './backend-idle.ts';
 import { withoutOwnCookies } from './cookies.ts';
 import type { FrontendMetrics } from './metrics.ts';
 import type { Session } from './session.ts';
@@ -20,14 +21,6 @@ export interface ShareProxy {
   close(): void;
 }
 
-/** The backend stayed silent longer than the frontend's backend timeout (answered 504, not 502). */
-export class BackendTimeout extends Error {
-  constructor(ms: number) {
-    super(`no answer from the backend within ${ms} ms`);
-    this.name = 'BackendTimeout';
-  }
-}
-
 /**
  * Hop-by-hop headers (RFC 9110 §7.6.1) that belong to one connection, not forwarded either way.
  * Transfer-Encoding is the exception on requests: Node's client needs it to frame a chunked body
@@ -38,6 +31,7 @@ const HOP_BY_HOP_RESPONSE = new Set([...HOP_BY_HOP_REQUEST, 'transfer-encoding']
 
 export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: number): ShareProxy {
   const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
+  const idle = new BackendIdleWatch(backendTimeoutMs);
   let upgrades: Promise<UpgradeProxy> | undefined;
   return {
     web(req, res, target, onError, setCookie) {
@@ -50,7 +44,7 @@ export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: num
         path: joinPath(target.pathname, req.url ?? '/'),
         headers: requestHeaders(req.headers, target.host),
       });
-      upstream.setTimeout(backendTimeoutMs, () => upstream.destroy(new BackendTimeout(backendTimeoutMs)));
+      const watched = idle.add(upstream);
       upstream.once('error', (err) => {
         if (res.headersSent) res.destroy();
         else onError(err);
@@ -72,6 +66,7 @@ export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: num
       });
       // The visitor went away (or its request failed): stop the backend's work as well.
       res.once('close', () => {
+        idle.done(watched);
         if (!res.writableFinished) upstream.destroy();
       });
       req.once('error', () => upstream.destroy());
@@ -87,6 +82,7 @@ export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: num
     },
     close() {
       void upgrades?.then((proxy) => proxy.close()).catch(() => undefined);
+      idle.close();
       agent.destroy();
     },
   };

@@ -7,7 +7,8 @@ import type { ShareRoute } from '../lib/share/spec.ts';
 import type { Authenticator } from './auth.ts';
 import type { FrontendMetrics } from './metrics.ts';
 import { sendPage } from './pages.ts';
-import { BackendTimeout, prepareBackendHeaders, type ShareProxy } from './proxy.ts';
+import { BackendTimeout } from './backend-idle.ts';
+import { prepareBackendHeaders, type ShareProxy } from './proxy.ts';
 
 export interface ShareHandlerDeps {
   /** Absent when the frontend has no identity providers: OAuth shares are then refused. */
