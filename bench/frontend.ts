@@ -33,12 +33,19 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { devInteractionsLogin } from './lib/dev-login.ts';
 import { barChartSvg } from './lib/chart.ts';
 import { FIXED_BODY_START as BODY_START, type FixedBackend } from './lib/fixed-backend.ts';
+import {
+  DOMAIN,
+  frontendLogin,
+  startFrontendProcess,
+  type FrontendProcessOptions,
+  type RuntimeVariant,
+  type Startup,
+} from './lib/frontend-process.ts';
 import { CookieJar, request } from './lib/http.ts';
 import type { LoadResult } from './lib/load.ts';
 import { intArg, loadArgs, loadOptions, type LoadArgs } from './lib/load-args.ts';
@@ -52,7 +59,7 @@ import {
   type Target,
 } from './lib/measure.ts';
 import { imageEnvironment, imageNodeFlags, warmCompileCache } from './lib/image.ts';
-import { inMemoryLimit, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
+import { MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
 import { freePort } from './lib/ports.ts';
@@ -63,9 +70,7 @@ import {
   removeScratchDir,
   scratchDir,
   startModule,
-  startProcess,
   stopAll,
-  type BenchProcess,
 } from './lib/processes.ts';
 import { fixed, latencySection, machineLines, markdownTable, mib, ratio, writeMarkdown } from './lib/report.ts';
 
@@ -74,7 +79,6 @@ const REPORT_FILE = fileURLToPath(new URL('../docs/benchmarks/frontend.md', impo
 const CHART_FILE = fileURLToPath(new URL('../docs/benchmarks/frontend.svg', import.meta.url));
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const DOMAIN = 'bench.localhost';
 const BODY_BYTES = 64;
 
 /** Arrival rate of the latency runs (`--rate auto`): half of the frontend OAuth share's saturation rate. */
@@ -134,12 +138,6 @@ function settings(): Settings {
 }
 
 /** Node flags and environment variables a frontend process starts with (beyond the deployed ones). */
-interface RuntimeVariant {
-  readonly text: string;
-  readonly nodeFlags: readonly string[];
-  readonly env: Readonly<Record<string, string>>;
-}
-
 /** `'MALLOC_ARENA_MAX=2 --max-semi-space-size=4'`: `NAME=value` words are environment, `--x` words Node flags. */
 function parseVariant(text: string): RuntimeVariant {
   const nodeFlags: string[] = [];
@@ -307,25 +305,6 @@ async function main(): Promise<number> {
   }
 }
 
-/** Start-up of the frontend process: spawn → "frontend listening" logged, and → /readyz answers 200. */
-interface Startup {
-  readonly listeningMs: number;
-  readonly readyMs: number;
-}
-
-/** A real login through the provider's form: the session cookie of the OAuth share at `share`. */
-async function frontendLogin(share: URL, issuer: string): Promise<string> {
-  const jar = new CookieJar();
-  const unauthenticated = await request(share);
-  if (unauthenticated.status !== 302 || !unauthenticated.headers.location?.startsWith(issuer))
-    throw new Error(`the OAuth share did not redirect to the provider (status ${unauthenticated.status})`);
-  const login = await devInteractionsLogin({ start: share, jar, login: 'bench@example.com' });
-  const cookie = jar.header(share);
-  if (login.reply.status !== 200 || !login.reply.body.startsWith(BODY_START) || !cookie)
-    throw new Error(`login did not end on the backend's page (status ${login.reply.status})`);
-  return cookie;
-}
-
 /** `--baseline <checkout>` or `--workers n`: one more frontend process (tree), measured on its OAuth share. */
 interface ExtraFrontend {
   readonly label: string;
@@ -358,88 +337,6 @@ async function startExtraFrontend(options: FrontendProcessOptions & { label: str
     memoryPids: pids,
   };
   return { label, target, startup, memoryBefore: memory(), memory };
-}
-
-/** `svc frontend --config <file>` exactly as a sidecar runs it (from checkout `root`), with one open and one OAuth share. */
-interface FrontendProcessOptions {
-  /** The checkout whose bin/svc.js runs. */
-  readonly root: string;
-  /** Scratch directory for the config file. */
-  readonly dir: string;
-  readonly port: number;
-  /** Absent: no metrics listener. */
-  readonly metricsPort?: number;
-  readonly backend: URL;
-  readonly idp: { readonly issuer: string; readonly clientId: string; readonly clientSecret: string };
-  /** The frontend file's `workers` (absent: the default, one process). */
-  readonly workers?: number;
-  /** Node flags and environment beyond the deployed ones. */
-  readonly variant?: RuntimeVariant;
-  /** Where the process gets its own memory cgroup (`--memory-limit`). */
-  readonly memoryLimits: MemoryLimits;
-}
-
-async function startFrontendProcess(
-  options: FrontendProcessOptions,
-): Promise<{ frontend: BenchProcess<true>; startup: Startup }> {
-  const { root, dir, port, metricsPort, backend, idp, workers, variant, memoryLimits } = options;
-  const config = {
-    oauth: {
-      bind_address: `127.0.0.1:${port}`,
-      endpoint_url: `http://auth.${DOMAIN}:${port}`,
-      cookie_name: 'svc-bench',
-      cookie_domain: DOMAIN,
-      session_lifetime: '6h',
-      intermediate_lifetime: '5m',
-      signing_key: randomBytes(32).toString('base64url'),
-      encryption_key: randomBytes(24).toString('base64url'),
-      providers: [
-        {
-          name: 'dev',
-          type: 'oidc',
-          client_id: idp.clientId,
-          client_secret: idp.clientSecret,
-          scopes: ['openid', 'email', 'profile'],
-          issuer: idp.issuer,
-          supports_pkce: true,
-        },
-      ],
-    },
-    ...(metricsPort === undefined ? {} : { metrics_address: `127.0.0.1:${metricsPort}` }),
-    ...(workers === undefined ? {} : { workers }),
-    shares: [
-      { token: 'open', target: backend.href },
-      { token: 'login', target: backend.href, oauth_provider: 'dev', oauth_email_address_patterns: ['*@example.com'] },
-    ],
-  };
-  const file = join(dir, 'frontend.yaml');
-  // JSON, as the operator writes a share sidecar's config (svc then loads no YAML parser).
-  writeFileSync(file, JSON.stringify(config, null, 2), { mode: 0o600 });
-  const spawned = performance.now();
-  const frontend = await startProcess<true>({
-    name: 'frontend',
-    ...inMemoryLimit(memoryLimits.next(), process.execPath, [
-      ...imageNodeFlags(),
-      ...(variant?.nodeFlags ?? []),
-      join(root, 'bin/svc.js'),
-      'frontend',
-      '--config',
-      file,
-    ]),
-    cwd: root,
-    env: { ...process.env, ...imageEnvironment(), ...variant?.env },
-    ready: (line) => (line.includes('"msg":"frontend listening"') ? true : undefined),
-  });
-  const listeningMs = performance.now() - spawned;
-  // Ready for logins once the provider's discovery has succeeded (polled every 10 ms).
-  for (let i = 0; i < 1000; i += 1) {
-    const ready = await request(new URL(`http://127.0.0.1:${port}/readyz`)).catch(() => undefined);
-    if (ready?.status === 200) {
-      return { frontend, startup: { listeningMs, readyMs: performance.now() - spawned } };
-    }
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`the frontend did not become ready:\n${frontend.output().slice(-2000)}`);
 }
 
 const PEERS: readonly { build: OAuth2ProxyBuild; name: string }[] = [

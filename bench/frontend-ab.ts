@@ -1,0 +1,157 @@
+/**
+ * `npm run bench:frontend-ab -- <checkout A> <checkout B>` — the CPU per request of two checkouts'
+ * frontends, measured side by side: both run at once (each as deployed: its own memory cgroup of
+ * the sidecar's limit, the image's environment and entrypoint flags, compile cache warm), against
+ * the same backend and provider, logged in the same way, and wrk loads their OAuth shares in turn,
+ * A then B, round after round. A change of a few per cent in the frontend's own cost is below the
+ * run-to-run drift of bench:frontend (which measures each configuration once, minutes apart on a
+ * shared machine); alternating short runs puts both sides under the same drift. Prints each run's
+ * µs of CPU per request, the medians and B/A, and each frontend's peak RSS. Two identical checkouts
+ * measured this way differ by 2–3 % (docs/benchmarks.md, round 5).
+ *
+ *   npm run bench:frontend-ab -- <A> <B> [--rounds 6] [--duration 3] [--connections 32] [--memory-limit pod|none|MiB]
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { DOMAIN, frontendLogin, startFrontendProcess } from './lib/frontend-process.ts';
+import { warmCompileCache } from './lib/image.ts';
+import { MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
+import { freePort } from './lib/ports.ts';
+import {
+  commandExists,
+  cpuSeconds,
+  installCleanup,
+  memoryKiB,
+  removeScratchDir,
+  scratchDir,
+  startModule,
+  stopAll,
+} from './lib/processes.ts';
+import type { FixedBackend } from './lib/fixed-backend.ts';
+
+function settings() {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      rounds: { type: 'string', default: '6' },
+      duration: { type: 'string', default: '3' },
+      connections: { type: 'string', default: '32' },
+      'memory-limit': { type: 'string', default: 'pod' },
+    },
+  });
+  if (positionals.length !== 2) throw new Error('usage: bench:frontend-ab -- <checkout A> <checkout B> [options]');
+  const positive = (name: string, text: string): number => {
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 1)
+      throw new Error(`--${name} must be a positive integer, got ${JSON.stringify(text)}`);
+    return n;
+  };
+  const limit = values['memory-limit'];
+  return {
+    roots: positionals.map((p) => resolve(p)),
+    rounds: positive('rounds', values.rounds),
+    duration: positive('duration', values.duration),
+    connections: positive('connections', values.connections),
+    memoryLimitBytes:
+      limit === 'none'
+        ? undefined
+        : limit === 'pod'
+          ? sidecarMemoryLimitBytes()
+          : positive('memory-limit', limit) * 1048576,
+  };
+}
+
+async function main(): Promise<void> {
+  const s = settings();
+  if (!commandExists('wrk')) throw new Error('wrk is not installed (npm test installs it: scripts/test-prereqs.sh)');
+  installCleanup();
+  const dir = scratchDir('svc-bench-ab-');
+  const memoryLimits = new MemoryLimits(s.memoryLimitBytes);
+  try {
+    for (const root of s.roots) warmCompileCache(root);
+    const [backend, idp] = await Promise.all([
+      startModule<FixedBackend>('backend', join(import.meta.dirname, 'lib/fixed-backend.ts'), 'startFixedBackend', {
+        bodyBytes: 64,
+      }),
+      startModule<{ issuer: string; clientId: string; clientSecret: string }>(
+        'identity provider',
+        join(import.meta.dirname, '../sidecar/dev-idp.ts'),
+        'startDevIdentityProvider',
+        {},
+      ),
+    ]);
+    const sides = [];
+    for (const [i, root] of s.roots.entries()) {
+      const port = await freePort();
+      const sideDir = join(dir, `side-${i}`);
+      mkdirSync(sideDir);
+      const { frontend } = await startFrontendProcess({
+        root,
+        dir: sideDir,
+        port,
+        backend: new URL(backend.ready.url),
+        idp: idp.ready,
+        memoryLimits,
+      });
+      const share = new URL(`http://login.${DOMAIN}:${port}/`);
+      const cookie = await frontendLogin(share, idp.ready.issuer);
+      sides.push({ root, pid: frontend.pid, port, host: share.host, cookie, runs: [] as number[] });
+    }
+    // One unmeasured run each first: V8 optimizes the hot path during the first seconds of load.
+    for (const side of sides) wrk(side, s);
+    for (let round = 1; round <= s.rounds; round++) {
+      for (const side of sides) {
+        const before = cpuSeconds(side.pid) ?? 0;
+        const requests = wrk(side, s);
+        side.runs.push((((cpuSeconds(side.pid) ?? 0) - before) * 1e6) / requests);
+      }
+      process.stderr.write(`round ${round}/${s.rounds} done\n`);
+    }
+    const median = (xs: readonly number[]): number => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      const mid = sorted.length >> 1;
+      return sorted.length % 2 ? (sorted[mid] ?? NaN) : ((sorted[mid - 1] ?? NaN) + (sorted[mid] ?? NaN)) / 2;
+    };
+    const lines = sides.map((side, i) => {
+      const peak = memoryKiB(side.pid).peak;
+      return `${i === 0 ? 'A' : 'B'} ${side.root}: median ${median(side.runs).toFixed(1)} µs/req (runs ${side.runs.map((r) => r.toFixed(0)).join(', ')}), peak RSS ${peak === undefined ? '-' : (peak / 1024).toFixed(1)} MiB`;
+    });
+    const [a, b] = sides.map((side) => median(side.runs));
+    lines.push(
+      `B/A: ${((b ?? NaN) / (a ?? NaN)).toFixed(3)} (${s.rounds} alternating rounds of ${s.duration} s, wrk -c${s.connections}, OAuth share)`,
+    );
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    await stopAll();
+    memoryLimits.removeAll();
+    removeScratchDir(dir);
+  }
+}
+
+/** One wrk run on a side's OAuth share; the number of requests it completed (all 2xx, or it throws). */
+function wrk(
+  side: { readonly root: string; readonly port: number; readonly host: string; readonly cookie: string },
+  s: { readonly connections: number; readonly duration: number },
+): number {
+  const out = execFileSync(
+    'wrk',
+    [
+      '-t1',
+      `-c${s.connections}`,
+      `-d${s.duration}`,
+      '-H',
+      `Host: ${side.host}`,
+      '-H',
+      `Cookie: ${side.cookie}`,
+      `http://127.0.0.1:${side.port}/`,
+    ],
+    { encoding: 'utf8' },
+  );
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN);
+  if (/Non-2xx/.test(out) || !(requests > 0)) throw new Error(`${side.root}: wrk saw errors:\n${out}`);
+  return requests;
+}
+
+await main();
