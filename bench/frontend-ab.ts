@@ -10,6 +10,10 @@
  * measured this way differ by 2–3 % (docs/benchmarks.md, round 5).
  *
  *   npm run bench:frontend-ab -- <A> <B> [--rounds 6] [--duration 3] [--connections 32] [--memory-limit pod|none|MiB]
+ *                                [--a-flags='<node flags>'] [--b-flags='<node flags>']
+ *
+ * A and B may be the same checkout: `--b-flags` then measures a runtime setting (Node or V8 flags
+ * beyond the image's entrypoint ones) against the deployed one.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -39,6 +43,8 @@ function settings() {
       duration: { type: 'string', default: '3' },
       connections: { type: 'string', default: '32' },
       'memory-limit': { type: 'string', default: 'pod' },
+      'a-flags': { type: 'string', default: '' },
+      'b-flags': { type: 'string', default: '' },
     },
   });
   if (positionals.length !== 2) throw new Error('usage: bench:frontend-ab -- <checkout A> <checkout B> [options]');
@@ -49,7 +55,14 @@ function settings() {
     return n;
   };
   const limit = values['memory-limit'];
+  const flags = (name: string, text: string): string[] => {
+    const words = text.split(/\s+/).filter(Boolean);
+    const bad = words.find((w) => !w.startsWith('--'));
+    if (bad !== undefined) throw new Error(`--${name}: "${bad}" is not a --node-flag`);
+    return words;
+  };
   return {
+    flags: [flags('a-flags', values['a-flags']), flags('b-flags', values['b-flags'])],
     roots: positionals.map((p) => resolve(p)),
     rounds: positive('rounds', values.rounds),
     duration: positive('duration', values.duration),
@@ -70,7 +83,7 @@ async function main(): Promise<void> {
   const dir = scratchDir('svc-bench-ab-');
   const memoryLimits = new MemoryLimits(s.memoryLimitBytes);
   try {
-    for (const root of s.roots) warmCompileCache(root);
+    for (const [i, root] of s.roots.entries()) warmCompileCache(root, s.flags[i]);
     const [backend, idp] = await Promise.all([
       startModule<FixedBackend>('backend', join(import.meta.dirname, 'lib/fixed-backend.ts'), 'startFixedBackend', {
         bodyBytes: 64,
@@ -94,10 +107,12 @@ async function main(): Promise<void> {
         backend: new URL(backend.ready.url),
         idp: idp.ready,
         memoryLimits,
+        variant: { text: (s.flags[i] ?? []).join(' '), nodeFlags: s.flags[i] ?? [], env: {} },
       });
       const share = new URL(`http://login.${DOMAIN}:${port}/`);
       const cookie = await frontendLogin(share, idp.ready.issuer);
-      sides.push({ root, pid: frontend.pid, port, host: share.host, cookie, runs: [] as number[] });
+      const label = `${root}${s.flags[i]?.length ? ` ${s.flags[i]?.join(' ')}` : ''}`;
+      sides.push({ root: label, pid: frontend.pid, port, host: share.host, cookie, runs: [] as number[] });
     }
     // One unmeasured run each first: V8 optimizes the hot path during the first seconds of load.
     for (const side of sides) wrk(side, s);
