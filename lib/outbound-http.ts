@@ -35,35 +35,35 @@ function requestFor(url: URL): typeof httpRequest {
 
 /** Rejects with an Error whose message names the cause (timeout, refused, too large); never the body sent. */
 export function outboundRequest(url: URL, options: OutboundRequest): Promise<OutboundResponse> {
-  const send = requestFor(url);
   return new Promise((resolve, reject) => {
+    const send = requestFor(url);
     const body = options.body === undefined ? undefined : Buffer.from(options.body);
     const headers = { ...options.headers, ...(body ? { 'content-length': String(body.length) } : {}) };
     const req = send(url, { method: options.method, headers });
-    // A deadline for the whole exchange, not the socket's idle timeout: a server that sends a byte
-    // a second must not hold a login for longer than the limit.
-    const deadline = setTimeout(
-      () => req.destroy(new Error(`timeout after ${options.timeoutMs} ms`)),
-      options.timeoutMs,
-    );
+    let settled = false;
     const fail = (error: Error) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(deadline);
+      req.destroy();
       reject(error);
     };
+    // A deadline for the whole exchange, not the socket's idle timeout: a server that sends a byte
+    // a second must not hold a login for longer than the limit.
+    const deadline = setTimeout(() => fail(new Error(`timeout after ${options.timeoutMs} ms`)), options.timeoutMs);
     req.on('error', fail);
     req.on('response', (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
         size += chunk.length;
-        if (size > options.maxBodyBytes) {
-          req.destroy(new Error(`response larger than ${options.maxBodyBytes} bytes`));
-          return;
-        }
-        chunks.push(chunk);
+        if (size > options.maxBodyBytes) fail(new Error(`response larger than ${options.maxBodyBytes} bytes`));
+        else chunks.push(chunk);
       });
       res.on('error', fail);
       res.on('end', () => {
+        if (settled) return;
+        settled = true;
         clearTimeout(deadline);
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) });
       });
