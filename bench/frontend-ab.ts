@@ -19,9 +19,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DOMAIN, frontendLogin, startFrontendProcess } from './lib/frontend-process.ts';
+import { DOMAIN, frontendLogin, startDevIdp, startFrontendProcess } from './lib/frontend-process.ts';
 import { warmCompileCache } from './lib/image.ts';
-import { MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
+import { intArg } from './lib/load-args.ts';
+import { memoryLimitArg, MemoryLimits } from './lib/memory-limit.ts';
 import { freePort } from './lib/ports.ts';
 import {
   commandExists,
@@ -48,13 +49,6 @@ function settings() {
     },
   });
   if (positionals.length !== 2) throw new Error('usage: bench:frontend-ab -- <checkout A> <checkout B> [options]');
-  const positive = (name: string, text: string): number => {
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < 1)
-      throw new Error(`--${name} must be a positive integer, got ${JSON.stringify(text)}`);
-    return n;
-  };
-  const limit = values['memory-limit'];
   const flags = (name: string, text: string): string[] => {
     const words = text.split(/\s+/).filter(Boolean);
     const bad = words.find((w) => !w.startsWith('--'));
@@ -64,15 +58,10 @@ function settings() {
   return {
     flags: [flags('a-flags', values['a-flags']), flags('b-flags', values['b-flags'])],
     roots: positionals.map((p) => resolve(p)),
-    rounds: positive('rounds', values.rounds),
-    duration: positive('duration', values.duration),
-    connections: positive('connections', values.connections),
-    memoryLimitBytes:
-      limit === 'none'
-        ? undefined
-        : limit === 'pod'
-          ? sidecarMemoryLimitBytes()
-          : positive('memory-limit', limit) * 1048576,
+    rounds: intArg('rounds', values.rounds, 1, 1000),
+    duration: intArg('duration', values.duration, 1, 1000),
+    connections: intArg('connections', values.connections, 1, 1000),
+    memoryLimitMiB: memoryLimitArg(values['memory-limit'], (t) => intArg('memory-limit', t, 64, 65536)),
   };
 }
 
@@ -81,19 +70,14 @@ async function main(): Promise<void> {
   if (!commandExists('wrk')) throw new Error('wrk is not installed (npm test installs it: scripts/test-prereqs.sh)');
   installCleanup();
   const dir = scratchDir('svc-bench-ab-');
-  const memoryLimits = new MemoryLimits(s.memoryLimitBytes);
+  const memoryLimits = new MemoryLimits(s.memoryLimitMiB === undefined ? undefined : s.memoryLimitMiB * 1048576);
   try {
     for (const [i, root] of s.roots.entries()) warmCompileCache(root, s.flags[i]);
     const [backend, idp] = await Promise.all([
       startModule<FixedBackend>('backend', join(import.meta.dirname, 'lib/fixed-backend.ts'), 'startFixedBackend', {
         bodyBytes: 64,
       }),
-      startModule<{ issuer: string; clientId: string; clientSecret: string }>(
-        'identity provider',
-        join(import.meta.dirname, '../sidecar/dev-idp.ts'),
-        'startDevIdentityProvider',
-        {},
-      ),
+      startDevIdp(),
     ]);
     const sides = [];
     for (const [i, root] of s.roots.entries()) {

@@ -41,6 +41,7 @@ import { FIXED_BODY_START as BODY_START, type FixedBackend } from './lib/fixed-b
 import {
   DOMAIN,
   frontendLogin,
+  startDevIdp,
   startFrontendProcess,
   type FrontendProcessOptions,
   type RuntimeVariant,
@@ -59,7 +60,7 @@ import {
   type Target,
 } from './lib/measure.ts';
 import { imageEnvironment, imageNodeFlags, warmCompileCache } from './lib/image.ts';
-import { MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
+import { memoryLimitArg, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
 import { freePort } from './lib/ports.ts';
@@ -115,13 +116,7 @@ function settings(): Settings {
   if (values.latency !== 'yes' && values.latency !== 'no') throw new Error('--latency must be yes or no');
   const workers = values.workers === undefined ? undefined : intArg('workers', values.workers, 2, 64);
   const variants = values.variant.map(parseVariant);
-  const limit = values['memory-limit'];
-  const memoryLimitMiB =
-    limit === 'pod'
-      ? sidecarMemoryLimitBytes() / 1048576
-      : limit === 'none'
-        ? undefined
-        : intArg('memory-limit', limit, 64, 65536);
+  const memoryLimitMiB = memoryLimitArg(values['memory-limit'], (t) => intArg('memory-limit', t, 64, 65536));
   return {
     ...loadArgs(values),
     baseline: values.baseline,
@@ -170,12 +165,7 @@ async function main(): Promise<number> {
         startModule<FixedBackend>('backend', join(ROOT, 'bench/lib/fixed-backend.ts'), 'startFixedBackend', {
           bodyBytes: BODY_BYTES,
         }),
-        startModule<{ issuer: string; clientId: string; clientSecret: string }>(
-          'dev-idp',
-          join(ROOT, 'sidecar/dev-idp.ts'),
-          'startDevIdentityProvider',
-          {},
-        ),
+        startDevIdp(),
         freePort(),
         freePort(),
         freePort(),

@@ -6,10 +6,15 @@ import { FIXED_BODY_START } from './fixed-backend.ts';
 import { CookieJar, request } from './http.ts';
 import { imageEnvironment, imageNodeFlags } from './image.ts';
 import { inMemoryLimit, type MemoryLimits } from './memory-limit.ts';
-import { startProcess, type BenchProcess } from './processes.ts';
+import { startModule, startProcess, type BenchProcess } from './processes.ts';
 
 /** The frontends' share domain in the benchmarks: `<token>.bench.localhost` resolves to loopback. */
 export const DOMAIN = 'bench.localhost';
+
+/** The development OpenID provider (sidecar/dev-idp.ts) in its own process: the frontends' issuer. */
+export function startDevIdp(): Promise<BenchProcess<{ issuer: string; clientId: string; clientSecret: string }>> {
+  return startModule('dev-idp', join(import.meta.dirname, '../../sidecar/dev-idp.ts'), 'startDevIdentityProvider', {});
+}
 
 /** Node flags and environment beyond the deployed ones (`--variant`). */
 export interface RuntimeVariant {

@@ -25,6 +25,16 @@ export function sidecarMemoryLimitBytes(): number {
 }
 
 /**
+ * `--memory-limit pod|none|<MiB>` in MiB: `pod` is the sidecar container's limit, `none` no cgroup.
+ * `parseMiB` reads a number of MiB (and says what is wrong with it).
+ */
+export function memoryLimitArg(text: string, parseMiB: (text: string) => number): number | undefined {
+  if (text === 'pod') return sidecarMemoryLimitBytes() / 1048576;
+  if (text === 'none') return undefined;
+  return parseMiB(text);
+}
+
+/**
  * Creates a child of this process's own memory cgroup (v1 `memory.limit_in_bytes`, or v2
  * `memory.max`), or says why it cannot (not root, no memory controller).
  */

@@ -1,7 +1,7 @@
 import { callbackError, ProviderError, type CallbackInput } from './types.ts';
 import { errorText } from '../../lib/errors.ts';
-import { outboundRequest, type OutboundResponse } from '../../lib/outbound-http.ts';
-import type { TokenEndpointAuthMethod } from '../../lib/config/providers.ts';
+import { outboundRequest, type OutboundRequest, type OutboundResponse } from '../../lib/outbound-http.ts';
+import type { ProviderConfig, TokenEndpointAuthMethod } from '../../lib/config/providers.ts';
 
 const TIMEOUT_MS = 10_000;
 const MAX_BODY_BYTES = 1 << 20;
@@ -14,7 +14,7 @@ export async function providerRequest(
   provider: string,
   what: string,
   url: URL,
-  init: { method: 'GET' | 'POST' | 'DELETE'; headers?: Record<string, string>; body?: string },
+  init: Pick<OutboundRequest, 'method' | 'headers' | 'body'>,
 ): Promise<{ status: number; contentType: string; json: unknown }> {
   let response: OutboundResponse;
   try {
@@ -59,6 +59,11 @@ export interface ClientCredentials {
   readonly id: string;
   readonly secret: string;
   readonly method: TokenEndpointAuthMethod;
+}
+
+/** A provider config's client credentials, as its client endpoints take them. */
+export function clientCredentials(config: ProviderConfig): ClientCredentials {
+  return { id: config.clientId, secret: config.clientSecret, method: config.tokenEndpointAuthMethod };
 }
 
 /**

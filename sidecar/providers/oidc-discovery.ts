@@ -1,5 +1,4 @@
 import type { OidcConfig } from '../../lib/config/providers.ts';
-import { isLoopbackHost } from '../../lib/net.ts';
 import { providerRequest } from './http.ts';
 import { ProviderError } from './types.ts';
 
@@ -36,11 +35,6 @@ const ASYMMETRIC_ALGORITHMS = new Set([
   'Ed25519',
 ]);
 
-/** Plain http is accepted for a loopback issuer, or where the config says `insecure_allow_http`. */
-export function allowsHttp(config: OidcConfig): boolean {
-  return config.issuer.protocol === 'http:' && (config.insecureAllowHttp || isLoopbackHost(config.issuer.hostname));
-}
-
 /**
  * Fetches and checks `<issuer>/.well-known/openid-configuration`: an object whose `issuer` is the
  * configured one (§4.3: no other provider may answer for it), with absolute endpoint URLs that use
@@ -61,7 +55,9 @@ export async function discoverIssuer(config: OidcConfig): Promise<IssuerMetadata
 
   if (typeof meta.issuer !== 'string' || urlOrUndefined(meta.issuer)?.href !== issuer.href)
     throw problem(`the document names issuer ${JSON.stringify(meta.issuer)}, not ${JSON.stringify(issuer.href)}`);
-  const httpAllowed = allowsHttp(config);
+  // An http issuer passed config validation only on a loopback host or with insecure_allow_http
+  // (lib/config/providers.ts); its endpoints may then be http too, as its discovery document is.
+  const httpAllowed = issuer.protocol === 'http:';
   const endpoint = (field: string, required: boolean): URL | undefined => {
     const value = meta[field];
     if (value === undefined && !required) return undefined;

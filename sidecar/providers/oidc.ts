@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { OidcConfig } from '../../lib/config/providers.ts';
-import { clientRequest, providerRequest, refusal, type ClientCredentials } from './http.ts';
+import { clientCredentials, clientRequest, providerRequest, refusal } from './http.ts';
 import { idTokenVerifier, type IdTokenClaims, type IdTokenVerifier } from './id-token.ts';
 import { discoverIssuer, type IssuerMetadata } from './oidc-discovery.ts';
 import {
@@ -34,11 +34,7 @@ interface Discovered {
  */
 export function oidcProvider(config: OidcConfig): Provider {
   const { name } = config;
-  const client: ClientCredentials = {
-    id: config.clientId,
-    secret: config.clientSecret,
-    method: config.tokenEndpointAuthMethod,
-  };
+  const client = clientCredentials(config);
   let discovered: Promise<Discovered> | undefined;
 
   const discovery = (): Promise<Discovered> => {

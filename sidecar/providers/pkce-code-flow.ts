@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Idp1Config, Idp2Config } from '../../lib/config/providers.ts';
-import { callbackCode, exchangeCode, form } from './http.ts';
+import { callbackCode, clientCredentials, exchangeCode, form } from './http.ts';
 import type { AuthorizationRequest, CallbackInput } from './types.ts';
 
 /** RFC 7636 S256 code challenge of a verifier. */
@@ -37,8 +37,7 @@ export function exchangePkceCode(
   input: CallbackInput,
   extra: Record<string, string> = {},
 ): Promise<string> {
-  const client = { id: config.clientId, secret: config.clientSecret, method: config.tokenEndpointAuthMethod };
-  return exchangeCode(config.name, config.endpoints.token_url, client, {
+  return exchangeCode(config.name, config.endpoints.token_url, clientCredentials(config), {
     ...extra,
     code: callbackCode(config.name, input),
     redirect_uri: input.redirectUri,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { suiteFigures } from '../support/figures.ts';
 import { SignJWT, type JWTPayload } from 'jose';
-import { parseFrontendConfig } from '../../lib/config/frontend.ts';
+import { testFrontendConfig } from '../support/frontend.ts';
 import type { OidcConfig } from '../../lib/config/providers.ts';
 import { oidcProvider } from '../../sidecar/providers/oidc.ts';
 import type { Provider } from '../../sidecar/providers/types.ts';
@@ -39,28 +39,18 @@ afterAll(async () => {
 beforeEach(() => server.reset());
 
 function provider(): Provider {
-  const config = parseFrontendConfig({
-    oauth: {
-      bind_address: '127.0.0.1:0',
-      endpoint_url: 'http://auth.svc.localhost',
-      cookie_name: 'svc-auth-session',
-      cookie_domain: 'svc.localhost',
-      session_lifetime: '6h',
-      intermediate_lifetime: '5m',
-      signing_key: 's'.repeat(32),
-      encryption_key: 'e'.repeat(24),
-      providers: [
-        {
-          name: 'hostile',
-          type: 'oidc',
-          client_id: CLIENT_ID,
-          client_secret: CLIENT_SECRET,
-          issuer,
-          scopes: ['openid', 'email'],
-          supports_pkce: true,
-        },
-      ],
-    },
+  const config = testFrontendConfig({
+    providers: [
+      {
+        name: 'hostile',
+        type: 'oidc',
+        client_id: CLIENT_ID,
+        client_secret: CLIENT_SECRET,
+        issuer,
+        scopes: ['openid', 'email'],
+        supports_pkce: true,
+      },
+    ],
     shares: [],
   });
   return oidcProvider(config.oauth.providers[0] as OidcConfig);

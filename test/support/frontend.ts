@@ -47,19 +47,22 @@ export interface TestFrontend {
   close(): Promise<void>;
 }
 
-/**
- * Starts a real frontend on 127.0.0.1:0 from a config document written the way a user writes
- * the YAML file (seed field names), validated by the same parser the CLI uses.
- */
-export async function startTestFrontend(doc: {
+/** What a test frontend is made of: providers and shares as a user writes them, and optional overrides. */
+export interface TestFrontendDoc {
   providers: Record<string, unknown>[];
   shares: Record<string, unknown>[];
   oauth?: Record<string, unknown>;
   domain?: string;
   limits?: Partial<FrontendLimits>;
-}): Promise<TestFrontend> {
+}
+
+/**
+ * A frontend config from a document written the way a user writes the YAML file (seed field
+ * names), validated by the same parser the CLI uses; listening on 127.0.0.1:0.
+ */
+export function testFrontendConfig(doc: TestFrontendDoc): FrontendConfig {
   const domain = doc.domain ?? 'svc.localhost';
-  const config = parseFrontendConfig({
+  return parseFrontendConfig({
     oauth: {
       bind_address: '127.0.0.1:0',
       endpoint_url: `http://auth.${domain}:1`,
@@ -74,6 +77,11 @@ export async function startTestFrontend(doc: {
     },
     shares: doc.shares,
   });
+}
+
+/** Starts a real frontend on 127.0.0.1:0 from `testFrontendConfig(doc)`. */
+export async function startTestFrontend(doc: TestFrontendDoc): Promise<TestFrontend> {
+  const config = testFrontendConfig(doc);
   const logs = new LogCapture();
   const clock = new TestClock();
   const endpoint = config.oauth.endpointUrl;
@@ -93,7 +101,7 @@ export async function startTestFrontend(doc: {
     port: frontend.port,
     config,
     logs,
-    host: (token) => `${token}.${domain}:${frontend.port}`,
+    host: (token) => `${token}.${doc.domain ?? 'svc.localhost'}:${frontend.port}`,
     authHost: `${frontend.endpointUrl.host}`,
     clock,
     close: () => frontend.close(),
