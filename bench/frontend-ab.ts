@@ -35,6 +35,7 @@ import {
   stopAll,
 } from './lib/processes.ts';
 import type { FixedBackend } from './lib/fixed-backend.ts';
+import { fixed, median } from './lib/report.ts';
 
 function settings() {
   const { values, positionals } = parseArgs({
@@ -108,14 +109,9 @@ async function main(): Promise<void> {
       }
       process.stderr.write(`round ${round}/${s.rounds} done\n`);
     }
-    const median = (xs: readonly number[]): number => {
-      const sorted = [...xs].sort((a, b) => a - b);
-      const mid = sorted.length >> 1;
-      return sorted.length % 2 ? (sorted[mid] ?? NaN) : ((sorted[mid - 1] ?? NaN) + (sorted[mid] ?? NaN)) / 2;
-    };
     const lines = sides.map((side, i) => {
       const peak = memoryKiB(side.pid).peak;
-      return `${i === 0 ? 'A' : 'B'} ${side.root}: median ${median(side.runs).toFixed(1)} µs/req (runs ${side.runs.map((r) => r.toFixed(0)).join(', ')}), peak RSS ${peak === undefined ? '-' : (peak / 1024).toFixed(1)} MiB`;
+      return `${i === 0 ? 'A' : 'B'} ${side.root}: median ${fixed(median(side.runs), 1)} µs/req (runs ${side.runs.map((r) => r.toFixed(0)).join(', ')}), peak RSS ${peak === undefined ? '-' : (peak / 1024).toFixed(1)} MiB`;
     });
     const [a, b] = sides.map((side) => median(side.runs));
     lines.push(

@@ -12,6 +12,7 @@
  *                              [--latency yes|no] [--latency-at 0.5[,…]] [--latency-rounds 3] [--rate-tool auto|vegeta|node]
  *                              [--baseline <other checkout>] [--workers N] [--memory-limit pod|none|MiB]
  *                              [--variant='<NAME=value …> <node flags …>' …]
+ *                              [--pair-rounds 6] [--pair-seconds 3]
  *
  * A bare `http.request` keep-alive proxy (bench/lib/proxy-paths.ts) is measured as the floor of a
  * Node proxy. `--baseline` runs another checkout's frontend beside this one (before/after figures in
@@ -63,6 +64,7 @@ import { imageEnvironment, imageNodeFlags, warmCompileCache } from './lib/image.
 import { memoryLimitArg, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
+import { pairedRounds, pairedSection } from './lib/paired.ts';
 import { freePort } from './lib/ports.ts';
 import {
   childPids,
@@ -99,6 +101,13 @@ interface Settings extends LoadArgs {
   readonly latencyAt: readonly number[];
   /** Whether to run the fixed-rate latency pass after the saturation runs (`--latency no` halves the run). */
   readonly latency: boolean;
+  /**
+   * `--pair-rounds n` (default 6, 0 to skip): the bare pipe and the frontend's open and OAuth shares
+   * once more in n short alternating rounds (`--pair-seconds`, default 3), for the frontend's CPU per
+   * request over the bare pipe's as a median of same-round ratios (bench/lib/paired.ts).
+   */
+  readonly pairRounds: number;
+  readonly pairSeconds: number;
 }
 
 function settings(): Settings {
@@ -111,6 +120,8 @@ function settings(): Settings {
       variant: { type: 'string', multiple: true, default: [] },
       'memory-limit': { type: 'string', default: 'pod' },
       'latency-at': { type: 'string', default: '0.5' },
+      'pair-rounds': { type: 'string', default: '6' },
+      'pair-seconds': { type: 'string', default: '3' },
     },
   });
   if (values.latency !== 'yes' && values.latency !== 'no') throw new Error('--latency must be yes or no');
@@ -124,6 +135,8 @@ function settings(): Settings {
     variants,
     memoryLimitMiB,
     latency: values.latency === 'yes',
+    pairRounds: intArg('pair-rounds', values['pair-rounds'], 0, 100),
+    pairSeconds: intArg('pair-seconds', values['pair-seconds'], 1, 600),
     latencyAt: values['latency-at'].split(',').map((f) => {
       const n = Number(f);
       if (!(n > 0 && n <= 1)) throw new Error(`--latency-at: "${f}" is not a fraction in (0, 1]`);
@@ -273,6 +286,18 @@ async function main(): Promise<number> {
       latencySets.push(await fixedRateRounds(s, targets, rate, s.latencyRounds));
     }
     const latencies = latencySets[0] ?? [];
+    const pipeTargets = ['bare http.request proxy', 'frontend, open share', 'frontend, OAuth share'].map(
+      (prefix) => targets.find((t) => t.name.startsWith(prefix)) as Target,
+    );
+    const paired =
+      s.pairRounds > 0
+        ? await pairedRounds(
+            { ...s, warmupSeconds: 0, durationSeconds: s.pairSeconds },
+            pipeTargets,
+            s.pairRounds,
+            backend.pid,
+          )
+        : undefined;
 
     const report = formatReport(
       s,
@@ -282,6 +307,7 @@ async function main(): Promise<number> {
       startup,
       loadBefore,
       extras.map((e) => ({ ...e, memoryAfter: e.memory() })),
+      paired && pairedSection('The frontend against the bare pipe, paired rounds', paired, s.pairSeconds),
     );
     process.stdout.write(report);
     await writeMarkdown(REPORT_FILE, report);
@@ -424,6 +450,7 @@ function formatReport(
   startup: Startup,
   loadBefore: number[],
   extras: readonly (ExtraFrontend & { memoryAfter: { rss?: number; peak?: number; anon?: number } })[],
+  pairedText: string | undefined,
 ): string {
   const direct = results[0]?.load;
   const peer = results.find((r) => r.target.name.includes('defaults'))?.load;
@@ -490,6 +517,7 @@ function formatReport(
       ? latencySets.flatMap((set) => [...latencySection(set, 'configuration', s), ''])
       : ['(no fixed-rate latency runs: `--latency no`)']),
     '',
+    ...(pairedText ? [pairedText] : []),
     `Frontend start-up (spawn of \`node bin/svc.js frontend\` → listening / → /readyz 200, provider discovery included): ` +
       `${fixed(startup.listeningMs, 0)} ms / ${fixed(startup.readyMs, 0)} ms.`,
     '',

@@ -7,8 +7,22 @@ import type { IncomingHttpHeaders } from 'node:http';
  * underscores_in_headers, some frameworks) fold those together. `svc-auth-` itself is reserved
  * whole, so future identity headers are covered too.
  */
-function isIdentityHeaderName(name: string): boolean {
+export function isIdentityHeaderName(name: string): boolean {
+  // Most names are rejected by their first letter: this runs for every header of every request.
+  if (name.length < 9) return false;
+  const first = name.charCodeAt(0);
+  if (first !== 0x73 && first !== 0x53) return false;
   return name.toLowerCase().replace(/[_.]/g, '-').startsWith('svc-auth-');
+}
+
+/** A `Connection` value without the identity header names it lists; undefined when nothing is left. */
+export function connectionWithoutIdentity(connection: string): string | undefined {
+  if (connection === 'keep-alive' || connection === 'close') return connection;
+  const kept = connection
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '' && !isIdentityHeaderName(t));
+  return kept.length > 0 ? kept.join(', ') : undefined;
 }
 
 /**
@@ -22,11 +36,8 @@ export function stripIdentityHeaders(headers: IncomingHttpHeaders): IncomingHttp
   }
   const connection = headers.connection;
   if (typeof connection === 'string') {
-    const kept = connection
-      .split(',')
-      .map((t) => t.trim())
-      .filter((t) => t !== '' && !isIdentityHeaderName(t));
-    if (kept.length > 0) headers.connection = kept.join(', ');
+    const kept = connectionWithoutIdentity(connection);
+    if (kept !== undefined) headers.connection = kept;
     else delete headers.connection;
   }
   return headers;

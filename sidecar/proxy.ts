@@ -1,6 +1,6 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { stripIdentityHeaders } from '../lib/identity-headers.ts';
+import { connectionWithoutIdentity, isIdentityHeaderName } from '../lib/identity-headers.ts';
 import { Agent, request } from '../lib/node-http.ts';
 import { BackendIdleWatch } from './backend-idle.ts';
 import { withoutOwnCookies } from './cookies.ts';
@@ -16,7 +16,14 @@ import type { Session } from './session.ts';
  */
 export interface ShareProxy {
   /** `setCookie` (a refreshed session) is added to the backend's response without replacing the backend's own. */
-  web(req: IncomingMessage, res: ServerResponse, target: URL, onError: (err: Error) => void, setCookie?: string): void;
+  web(
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: URL,
+    headers: BackendHeaders,
+    onError: (err: Error) => void,
+    setCookie?: string,
+  ): void;
   ws(req: IncomingMessage, socket: Duplex, head: Buffer, target: URL): void;
   close(): void;
 }
@@ -34,7 +41,7 @@ export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: num
   const idle = new BackendIdleWatch(backendTimeoutMs);
   let upgrades: Promise<UpgradeProxy> | undefined;
   return {
-    web(req, res, target, onError, setCookie) {
+    web(req, res, target, headers, onError, setCookie) {
       const t0 = process.hrtime.bigint();
       const upstream = request({
         agent,
@@ -42,7 +49,7 @@ export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: num
         port: target.port || 80,
         method: req.method,
         path: joinPath(target.pathname, req.url ?? '/'),
-        headers: requestHeaders(req.headers, target.host),
+        headers: requestHeaders(headers, target.host),
       });
       const watched = idle.add(upstream);
       upstream.once('error', (err) => {
@@ -109,10 +116,13 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
-function requestHeaders(incoming: IncomingHttpHeaders, host: string): IncomingHttpHeaders {
-  const out: IncomingHttpHeaders = {};
-  for (const name in incoming) if (!HOP_BY_HOP_REQUEST.has(name)) out[name] = incoming[name];
-  out.host = host;
+/** The backend's headers less the hop-by-hop ones, its Host the target's. */
+function requestHeaders(headers: BackendHeaders, host: string): BackendHeaders {
+  const out: BackendHeaders = ['host', host];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (name !== 'host' && !HOP_BY_HOP_REQUEST.has(name)) out.push(name, headers[i + 1] as string);
+  }
   return out;
 }
 
@@ -143,44 +153,108 @@ const FORWARDING_HEADERS = new Set([
   'x-forwarded-port',
 ]);
 
+/** A request's headers as the backend gets them: a flat `[name, value, …]` list, names lower-case, a repeated header once per value. */
+export type BackendHeaders = string[];
+
 /**
- * Rewrites `req.headers` in place for the backend. Runs for every share, OAuth or not: a backend
- * behind svc must be able to trust `svc-auth-*` headers, and it never sees svc's cookies.
+ * The request's headers for the backend, in one pass over them: identity look-alikes and the
+ * frontend's own cookies removed, the forwarding headers rebuilt and the real identity headers
+ * added. Runs for every share, OAuth or not: a backend behind svc must be able to trust
+ * `svc-auth-*` headers, and it never sees svc's cookies. A flat list because Node's client takes
+ * one as is, where an object costs a header map and a lower-cased copy of every name per request.
  */
-export function prepareBackendHeaders(
+export function backendHeaders(
   req: IncomingMessage,
   cookieName: string | undefined,
   session: Session | undefined,
   publicUrl: URL,
-): void {
-  stripIdentityHeaders(req.headers);
-  // The share's public host and scheme are known here: a client's own X-Forwarded-Host/Proto/Port
-  // would let it poison the absolute URLs a backend builds (password-reset links and the like).
-  // X-Forwarded-For is appended to, as every proxy in a chain does. RFC 7239 `Forwarded` and
-  // `X-Real-IP` carry the same claims, so they are rebuilt from the frontend's own view.
-  for (const name of Object.keys(req.headers)) {
-    if (/[_.]/.test(name) && FORWARDING_HEADERS.has(name.replace(/[_.]/g, '-'))) delete req.headers[name];
+): BackendHeaders {
+  const incoming = req.headers;
+  const out: BackendHeaders = [];
+  let forwardedFor: string | undefined;
+  for (const name in incoming) {
+    const value = incoming[name];
+    if (value === undefined) continue;
+    // The share's public host and scheme are known here: a client's own X-Forwarded-Host/Proto/Port
+    // would let it poison the absolute URLs a backend builds (password-reset links and the like).
+    // X-Forwarded-For is appended to, as every proxy in a chain does. RFC 7239 `Forwarded` and
+    // `X-Real-IP` carry the same claims, so they are rebuilt from the frontend's own view.
+    if (FORWARDING_HEADERS.has(name)) {
+      if (name === 'x-forwarded-for') forwardedFor = String(value);
+      continue;
+    }
+    if (name === 'cookie' && cookieName !== undefined) {
+      const kept = withoutOwnCookies(value, cookieName);
+      if (kept !== undefined) out.push(name, kept);
+      continue;
+    }
+    if (name === 'connection' && typeof value === 'string') {
+      const kept = connectionWithoutIdentity(value);
+      if (kept !== undefined) out.push(name, kept);
+      continue;
+    }
+    if (isIdentityHeaderName(name) || isForwardingLookAlike(name)) continue;
+    if (typeof value === 'string') out.push(name, value);
+    else for (const each of value) out.push(name, each);
   }
   const peer = req.socket.remoteAddress ?? '';
-  const forwardedFor = req.headers['x-forwarded-for'];
-  const host = req.headers.host ?? publicUrl.host;
+  const host = incoming.host ?? publicUrl.host;
   const proto = publicUrl.protocol.slice(0, -1);
-  req.headers['x-forwarded-for'] = forwardedFor ? `${String(forwardedFor)}, ${peer}` : peer;
-  req.headers['x-forwarded-host'] = host;
-  req.headers['x-forwarded-proto'] = proto;
-  req.headers['x-forwarded-port'] = publicUrl.port || (publicUrl.protocol === 'https:' ? '443' : '80');
-  req.headers['x-real-ip'] = peer;
-  req.headers.forwarded = `for=${forwardedNode(peer)};host="${host}";proto=${proto}`;
-  if (cookieName !== undefined) {
-    const cookie = withoutOwnCookies(req.headers.cookie, cookieName);
-    if (cookie === undefined) delete req.headers.cookie;
-    else req.headers.cookie = cookie;
-  }
+  out.push(
+    'x-forwarded-for',
+    forwardedFor ? `${forwardedFor}, ${peer}` : peer,
+    'x-forwarded-host',
+    host,
+    'x-forwarded-proto',
+    proto,
+    'x-forwarded-port',
+    publicUrl.port || (publicUrl.protocol === 'https:' ? '443' : '80'),
+    'x-real-ip',
+    peer,
+    'forwarded',
+    `for=${forwardedNode(peer)};host="${host}";proto=${proto}`,
+  );
   if (session) {
-    req.headers['svc-auth-provider'] = session.provider;
-    req.headers['svc-auth-email'] = session.email;
-    req.headers['svc-auth-expires'] = new Date(session.expiresAt).toISOString();
+    out.push(
+      'svc-auth-provider',
+      session.provider,
+      'svc-auth-email',
+      session.email,
+      'svc-auth-expires',
+      isoTime(session.expiresAt),
+    );
   }
+  return out;
+}
+
+/** For the paths that pass `req` itself on (WebSocket upgrades, tunnelled shares): its headers replaced by the backend's. */
+export function applyBackendHeaders(req: IncomingMessage, headers: BackendHeaders): void {
+  const target = req.headers;
+  for (const name of Object.keys(target)) delete target[name];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    const value = headers[i + 1] as string;
+    const earlier = target[name];
+    target[name] = earlier === undefined ? value : [...(Array.isArray(earlier) ? earlier : [earlier]), value];
+  }
+}
+
+function isForwardingLookAlike(name: string): boolean {
+  return (name.includes('_') || name.includes('.')) && FORWARDING_HEADERS.has(name.replace(/[_.]/g, '-'));
+}
+
+/**
+ * `new Date(ms).toISOString()` for svc-auth-expires, remembered for the last value: every request
+ * of a session carries the same expiry, so this formats once per session rather than per request.
+ */
+let lastIsoMs = Number.NaN;
+let lastIso = '';
+function isoTime(ms: number): string {
+  if (ms !== lastIsoMs) {
+    lastIso = new Date(ms).toISOString();
+    lastIsoMs = ms;
+  }
+  return lastIso;
 }
 
 /** RFC 7239 §6 node name: IPv6 addresses are bracketed and quoted. */

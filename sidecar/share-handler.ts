@@ -8,7 +8,8 @@ import type { Authenticator } from './auth.ts';
 import type { FrontendMetrics } from './metrics.ts';
 import { sendPage } from './pages.ts';
 import { BackendTimeout } from './backend-idle.ts';
-import { prepareBackendHeaders, type ShareProxy } from './proxy.ts';
+import { applyBackendHeaders, backendHeaders, type ShareProxy } from './proxy.ts';
+import type { Session } from './session.ts';
 
 export interface ShareHandlerDeps {
   /** Absent when the frontend has no identity providers: OAuth shares are then refused. */
@@ -31,6 +32,7 @@ export async function serveShare(
   share: ShareRoute,
 ): Promise<void> {
   const { auth, cookieName, endpointUrl, proxy, metrics, log } = deps;
+  let session: Session | undefined;
   let setCookie: string | undefined;
   if (share.oauth) {
     if (!auth) {
@@ -45,13 +47,15 @@ export async function serveShare(
     }
     const decision = await auth.authorize(req, res, { ...share, oauth: share.oauth });
     if (decision === 'handled') return;
-    prepareBackendHeaders(req, cookieName, decision.session, endpointUrl);
+    session = decision.session;
     setCookie = decision.setCookie;
-  } else {
-    prepareBackendHeaders(req, cookieName, undefined, endpointUrl);
   }
+  const headers = backendHeaders(req, cookieName, session, endpointUrl);
   metrics.request('proxied');
-  if (!(share.target instanceof URL)) return share.target.web(req, res, setCookie);
+  if (!(share.target instanceof URL)) {
+    applyBackendHeaders(req, headers);
+    return share.target.web(req, res, setCookie);
+  }
   const onError = (err: Error): void => {
     metrics.request('upstream_error');
     if (err instanceof BackendTimeout) {
@@ -62,7 +66,7 @@ export async function serveShare(
     log.warn({ share: share.token, err: errorText(err) }, 'backend unreachable');
     sendPage(res, 502, 'Backend unreachable', 'The service behind this share is not answering. Try again later.');
   };
-  proxy.web(req, res, share.target, onError, setCookie);
+  proxy.web(req, res, share.target, headers, onError, setCookie);
 }
 
 /**
@@ -79,7 +83,7 @@ export function upgradeShare(
   if (!share) return rejectUpgrade(socket, 404);
   const session = share.oauth ? deps.auth?.sessionForUpgrade(req, share) : undefined;
   if (share.oauth && !session) return rejectUpgrade(socket, 401);
-  prepareBackendHeaders(req, deps.cookieName, session, deps.endpointUrl);
+  applyBackendHeaders(req, backendHeaders(req, deps.cookieName, session, deps.endpointUrl));
   deps.metrics.request('proxied');
   if (share.target instanceof URL) deps.proxy.ws(req, socket, head, share.target);
   else share.target.ws(req, socket, head);

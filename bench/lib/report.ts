@@ -14,6 +14,14 @@ export function markdownTable(header: readonly string[], rows: readonly (readonl
 }
 
 /** A number with a fixed count of decimals, or '-' when absent. */
+/** The middle value (the mean of the two middle ones for an even count), undefined for none. */
+export function median(values: readonly number[]): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
 export function fixed(value: number | undefined, decimals: number): string {
   return value === undefined || !Number.isFinite(value) ? '-' : value.toFixed(decimals);
 }

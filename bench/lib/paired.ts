@@ -1,0 +1,84 @@
+import { measure, type LoadSettings, type Measured, type Target } from './measure.ts';
+import { fixed, markdownTable, median } from './report.ts';
+
+/**
+ * Contenders measured in short alternating runs (A, B, C, A, B, C, …) rather than one long run
+ * each: on a shared machine a contender's CPU per request moves by ±30 % between runs minutes
+ * apart, more than the gaps the benchmark is after. Interleaved, a burst of other load falls on
+ * one round of each, and the median of the per-round ratios is what is compared.
+ */
+export interface PairedRounds {
+  readonly names: readonly string[];
+  /** `runs[round][contender]`. */
+  readonly runs: readonly (readonly Measured[])[];
+}
+
+export async function pairedRounds(
+  s: LoadSettings,
+  targets: readonly Target[],
+  rounds: number,
+  backendPid: number,
+): Promise<PairedRounds> {
+  const runs: Measured[][] = [];
+  for (let round = 1; round <= rounds; round += 1) {
+    const row: Measured[] = [];
+    for (const target of targets) {
+      process.stderr.write(`${target.name}: ${s.durationSeconds}s (paired round ${round}/${rounds})\n`);
+      row.push(await measure(s, target, backendPid));
+    }
+    runs.push(row);
+  }
+  return { names: targets.map((t) => t.name), runs };
+}
+
+/** The proxy's CPU time per request in µs, or undefined when its CPU could not be read. */
+export function cpuPerRequestUs(m: Measured): number | undefined {
+  if (m.proxyCpuSeconds === undefined || m.load.requests === 0) return undefined;
+  return (m.proxyCpuSeconds / m.load.requests) * 1e6;
+}
+
+/** Per round, each contender's CPU per request over the first contender's (the reference). */
+export function roundRatios(paired: PairedRounds, contender: number): number[] {
+  const ratios: number[] = [];
+  for (const row of paired.runs) {
+    const reference = row[0] && cpuPerRequestUs(row[0]);
+    const other = row[contender] && cpuPerRequestUs(row[contender]);
+    if (reference !== undefined && other !== undefined && reference > 0) ratios.push(other / reference);
+  }
+  return ratios;
+}
+
+/** A Markdown section: every run's req/s and CPU per request, the medians, and the median per-round ratio to the first contender. */
+export function pairedSection(title: string, paired: PairedRounds, durationSeconds: number): string {
+  const header = ['round', ...paired.names.flatMap((n) => [`${n} req/s`, `${n} µs CPU/req`])];
+  const rows = paired.runs.map((row, i) => [
+    String(i + 1),
+    ...row.flatMap((m) => [fixed(m.load.requestsPerSecond, 0), fixed(cpuPerRequestUs(m), 0)]),
+  ]);
+  const column = (i: number, pick: (m: Measured) => number | undefined): number[] =>
+    paired.runs.map((row) => (row[i] ? pick(row[i]) : undefined)).filter((v): v is number => v !== undefined);
+  rows.push([
+    'median',
+    ...paired.names.flatMap((_, i) => [
+      fixed(median(column(i, (m) => m.load.requestsPerSecond)), 0),
+      fixed(median(column(i, cpuPerRequestUs)), 0),
+    ]),
+  ]);
+  const verdicts = paired.names.slice(1).map((name, k) => {
+    const ratios = roundRatios(paired, k + 1);
+    const m = median(ratios);
+    const range =
+      ratios.length > 0 ? ` (rounds ${fixed(Math.min(...ratios), 2)}–${fixed(Math.max(...ratios), 2)})` : '';
+    return `- ${name}: **${fixed(m, 2)}×** the CPU per request of ${paired.names[0]}, median of ${ratios.length} rounds${range}`;
+  });
+  return [
+    `### ${title}`,
+    '',
+    `${paired.runs.length} rounds of ${durationSeconds} s each, the contenders in turn within a round.`,
+    '',
+    markdownTable(header, rows),
+    '',
+    ...verdicts,
+    '',
+  ].join('\n');
+}
