@@ -23,6 +23,11 @@ export type AccessDecision = { readonly session: Session; readonly setCookie?: s
 /** A re-check is also due this close to the session's end, so an active visitor is renewed in time. */
 const RENEWAL_WINDOW_MS = 60_000;
 
+/** A session the provider must confirm again: its check interval is over, or its end is near. */
+function isDue(session: Session, oauth: NonNullable<ShareRoute['oauth']>, now: number): boolean {
+  return now >= session.checkedAt + oauth.checkIntervalMs || now >= session.expiresAt - RENEWAL_WINDOW_MS;
+}
+
 /**
  * The OAuth side of the frontend (seed "OAuth identity flow"): decides access to OAuth shares,
  * starts logins, completes callbacks and handles logout. Stateless apart from the replay guard:
@@ -73,6 +78,21 @@ export class Authenticator {
     await Promise.all([...this.providers.values()].map((p) => p.ready()));
   }
 
+  /**
+   * The common case of authorize, without I/O or a promise: the request's session for this share
+   * when it is valid, not due for a re-check and still admitted. Undefined sends the request on to
+   * authorize (refresh, login or refusal).
+   */
+  currentSession(
+    req: IncomingMessage,
+    share: ShareRoute,
+    oauth: NonNullable<ShareRoute['oauth']>,
+  ): Session | undefined {
+    const session = this.sessionFor(req, share, oauth);
+    if (!session || isDue(session, oauth, this.clock.now())) return undefined;
+    return refusalReason({ email: session.email, verified: true }, oauth) ? undefined : session;
+  }
+
   /** Seed steps 2–3 and the re-check rule: a valid session for this share, refreshed when due, or a login. */
   async authorize(
     req: IncomingMessage,
@@ -88,10 +108,7 @@ export class Authenticator {
     const jar = this.sessionsOf(req);
     const session = jar.find((s) => s.share === share.token && s.provider === provider.name);
     if (session) {
-      const now = this.clock.now();
-      const due =
-        now >= session.checkedAt + share.oauth.checkIntervalMs || now >= session.expiresAt - RENEWAL_WINDOW_MS;
-      if (!due) {
+      if (!isDue(session, share.oauth, this.clock.now())) {
         const refused = refusalReason({ email: session.email, verified: true }, share.oauth);
         if (!refused) return { session };
       } else if (provider.canRefresh(session.tokens)) {
@@ -109,7 +126,7 @@ export class Authenticator {
   sessionForUpgrade(req: IncomingMessage, share: ShareRoute): Session | undefined {
     const oauth = share.oauth;
     if (!oauth) return undefined;
-    const session = this.sessionsOf(req).find((s) => s.share === share.token && s.provider === oauth.provider);
+    const session = this.sessionFor(req, share, oauth);
     if (!session) return undefined;
     if (this.clock.now() >= session.checkedAt + oauth.checkIntervalMs) return undefined;
     return refusalReason({ email: session.email, verified: true }, oauth) ? undefined : session;
@@ -307,6 +324,19 @@ export class Authenticator {
     const jar = this.sessions.read(req.headers.cookie);
     if (!this.shared.anyLoggedOut) return jar;
     return jar.filter((s) => this.shared.loggedOutUntil(s.id) === undefined);
+  }
+
+  /** The request's session for this share and its provider (a configured one), if any. */
+  private sessionFor(
+    req: IncomingMessage,
+    share: ShareRoute,
+    oauth: NonNullable<ShareRoute['oauth']>,
+  ): Session | undefined {
+    if (!this.providers.has(oauth.provider)) return undefined;
+    for (const session of this.sessionsOf(req)) {
+      if (session.share === share.token && session.provider === oauth.provider) return session;
+    }
+    return undefined;
   }
 
   private callbackUri(provider: Provider): string {

@@ -116,32 +116,40 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
     sendPage(res, 404, 'Not found', 'There is nothing at this address.');
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  /** Undefined when the response is already under way: most requests take no promise. */
+  const handle = (req: IncomingMessage, res: ServerResponse): Promise<void> | undefined => {
     const host = hostnameOf(req);
     if (!host) {
       metrics.request('bad_request');
       sendPage(res, 400, 'Bad request', 'The request needs exactly one valid Host header and a path (RFC 9112 §3.2).');
-      return;
+      return undefined;
     }
     const routed = shareHostOf(req, routing);
     if (routed) {
-      if (routed.share) await serveShare(deps, req, res, routed.share);
-      else {
-        metrics.request('unknown_share');
-        sendPage(res, 404, 'Share not found', `There is no share named ${routed.token} on this frontend.`);
-      }
-      return;
+      if (routed.share) return serveShare(deps, req, res, routed.share);
+      metrics.request('unknown_share');
+      sendPage(res, 404, 'Share not found', `There is no share named ${routed.token} on this frontend.`);
+      return undefined;
     }
-    if (answerHealth(req, res, health)) return;
-    if (host === endpointUrl.hostname) await serveEndpoint(req, res);
-    else sendPage(res, 404, 'Not found', 'This host is not served here.');
+    if (answerHealth(req, res, health)) return undefined;
+    if (host === endpointUrl.hostname) return serveEndpoint(req, res);
+    sendPage(res, 404, 'Not found', 'This host is not served here.');
+    return undefined;
+  };
+  const failed = (res: ServerResponse, err: unknown): void => {
+    log.error({ err: errorText(err) }, 'request failed');
+    sendPage(res, 500, 'Internal error', 'The frontend could not handle this request.');
   };
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    handle(req, res).catch((err: unknown) => {
-      log.error({ err: errorText(err) }, 'request failed');
-      sendPage(res, 500, 'Internal error', 'The frontend could not handle this request.');
-    });
+    let pending: Promise<void> | undefined;
+    try {
+      pending = handle(req, res);
+    } catch (err) {
+      failed(res, err);
+      return;
+    }
+    pending?.catch((err: unknown) => failed(res, err));
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (!hostnameOf(req)) return rejectUpgrade(socket, 400);

@@ -23,38 +23,59 @@ export interface ShareHandlerDeps {
 
 /**
  * A request on a share host: the login when the share asks for one (seed: "OAuth"), then the
- * backend. Every path on a share host belongs to the backend, `/healthz` included.
+ * backend. Every path on a share host belongs to the backend, `/healthz` included. A request with
+ * a current session is proxied at once; only a login, a re-check or a refusal returns a promise.
  */
-export async function serveShare(
+export function serveShare(
   deps: ShareHandlerDeps,
   req: IncomingMessage,
   res: ServerResponse,
   share: ShareRoute,
-): Promise<void> {
-  const { auth, cookieName, endpointUrl, proxy, metrics, log } = deps;
-  let session: Session | undefined;
-  let setCookie: string | undefined;
-  if (share.oauth) {
-    if (!auth) {
-      metrics.request('refused');
-      sendPage(
-        res,
-        500,
-        'Share misconfigured',
-        'This share requires a login, but the frontend has no identity providers configured.',
-      );
-      return;
-    }
-    const decision = await auth.authorize(req, res, { ...share, oauth: share.oauth });
-    if (decision === 'handled') return;
-    session = decision.session;
-    setCookie = decision.setCookie;
+): Promise<void> | undefined {
+  const { auth, metrics } = deps;
+  const oauth = share.oauth;
+  if (!oauth) return void proxyToBackend(deps, req, res, share, undefined, undefined);
+  if (!auth) {
+    metrics.request('refused');
+    sendPage(
+      res,
+      500,
+      'Share misconfigured',
+      'This share requires a login, but the frontend has no identity providers configured.',
+    );
+    return undefined;
   }
+  const session = auth.currentSession(req, share, oauth);
+  if (session) return void proxyToBackend(deps, req, res, share, session, undefined);
+  return authorizeAndProxy(deps, auth, req, res, { ...share, oauth });
+}
+
+async function authorizeAndProxy(
+  deps: ShareHandlerDeps,
+  auth: Authenticator,
+  req: IncomingMessage,
+  res: ServerResponse,
+  share: ShareRoute & { oauth: NonNullable<ShareRoute['oauth']> },
+): Promise<void> {
+  const decision = await auth.authorize(req, res, share);
+  if (decision !== 'handled') proxyToBackend(deps, req, res, share, decision.session, decision.setCookie);
+}
+
+function proxyToBackend(
+  deps: ShareHandlerDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  share: ShareRoute,
+  session: Session | undefined,
+  setCookie: string | undefined,
+): void {
+  const { cookieName, endpointUrl, proxy, metrics, log } = deps;
   const headers = backendHeaders(req, cookieName, session, endpointUrl);
   metrics.request('proxied');
   if (!(share.target instanceof URL)) {
     applyBackendHeaders(req, headers);
-    return share.target.web(req, res, setCookie);
+    share.target.web(req, res, setCookie);
+    return;
   }
   const onError = (err: Error): void => {
     metrics.request('upstream_error');
