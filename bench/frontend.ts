@@ -12,7 +12,7 @@
  *                              [--latency yes|no] [--latency-at 0.5[,…]] [--latency-rounds 3] [--rate-tool auto|vegeta|node]
  *                              [--baseline <other checkout>] [--workers N] [--memory-limit pod|none|MiB]
  *                              [--variant='<NAME=value …> <node flags …>' …]
- *                              [--pair-rounds 6] [--pair-seconds 3]
+ *                              [--pair-rounds 6] [--pair-seconds 3] [--pair-pin yes|no]
  *
  * A bare `http.request` keep-alive proxy (bench/lib/proxy-paths.ts) is measured as the floor of a
  * Node proxy. `--baseline` runs another checkout's frontend beside this one (before/after figures in
@@ -108,6 +108,8 @@ interface Settings extends LoadArgs {
    */
   readonly pairRounds: number;
   readonly pairSeconds: number;
+  /** `--pair-pin yes|no` (default yes): each proxy on a core of its own during the paired rounds. */
+  readonly pairPin: boolean;
 }
 
 function settings(): Settings {
@@ -122,9 +124,11 @@ function settings(): Settings {
       'latency-at': { type: 'string', default: '0.5' },
       'pair-rounds': { type: 'string', default: '6' },
       'pair-seconds': { type: 'string', default: '3' },
+      'pair-pin': { type: 'string', default: 'yes' },
     },
   });
   if (values.latency !== 'yes' && values.latency !== 'no') throw new Error('--latency must be yes or no');
+  if (values['pair-pin'] !== 'yes' && values['pair-pin'] !== 'no') throw new Error('--pair-pin must be yes or no');
   const workers = values.workers === undefined ? undefined : intArg('workers', values.workers, 2, 64);
   const variants = values.variant.map(parseVariant);
   const memoryLimitMiB = memoryLimitArg(values['memory-limit'], (t) => intArg('memory-limit', t, 64, 65536));
@@ -137,6 +141,7 @@ function settings(): Settings {
     latency: values.latency === 'yes',
     pairRounds: intArg('pair-rounds', values['pair-rounds'], 0, 100),
     pairSeconds: intArg('pair-seconds', values['pair-seconds'], 1, 600),
+    pairPin: values['pair-pin'] === 'yes',
     latencyAt: values['latency-at'].split(',').map((f) => {
       const n = Number(f);
       if (!(n > 0 && n <= 1)) throw new Error(`--latency-at: "${f}" is not a fraction in (0, 1]`);
@@ -296,6 +301,7 @@ async function main(): Promise<number> {
             pipeTargets,
             s.pairRounds,
             backend.pid,
+            s.pairPin,
           )
         : undefined;
 

@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { measure, type LoadSettings, type Measured, type Target } from './measure.ts';
 import { fixed, markdownTable, median } from './report.ts';
 
@@ -11,6 +13,8 @@ export interface PairedRounds {
   readonly names: readonly string[];
   /** `runs[round][contender]`. */
   readonly runs: readonly (readonly Measured[])[];
+  /** How the processes were pinned to cores, when they were. */
+  readonly pinned?: string;
 }
 
 export async function pairedRounds(
@@ -18,7 +22,12 @@ export async function pairedRounds(
   targets: readonly Target[],
   rounds: number,
   backendPid: number,
+  pin: boolean,
 ): Promise<PairedRounds> {
+  // Pinned, each proxy has the last core to itself and the load generator and backend share the
+  // others: the proxy's CPU per request then depends far less on how the scheduler interleaves
+  // three busy processes on two cores (which changes how many requests each wake-up handles).
+  const pinned = pin ? pinProxies(targets, backendPid) : undefined;
   const runs: Measured[][] = [];
   for (let round = 1; round <= rounds; round += 1) {
     const row: Measured[] = [];
@@ -28,7 +37,32 @@ export async function pairedRounds(
     }
     runs.push(row);
   }
-  return { names: targets.map((t) => t.name), runs };
+  pinned?.restore();
+  return { names: targets.map((t) => t.name), runs, ...(pinned ? { pinned: pinned.text } : {}) };
+}
+
+/** Every thread of the proxies on the last core, this process (so the load generator it spawns) and the backend on the rest. */
+function pinProxies(targets: readonly Target[], backendPid: number): { text: string; restore(): void } | undefined {
+  const cores = availableParallelism();
+  if (cores < 2) return undefined;
+  const last = String(cores - 1);
+  const rest = cores === 2 ? '0' : `0-${cores - 2}`;
+  const all = `0-${cores - 1}`;
+  const proxies = [...new Set(targets.flatMap((t) => t.proxyPids()))];
+  const others = [process.pid, backendPid];
+  const set = (cpus: string, pids: readonly number[]): void => {
+    for (const pid of pids) execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+  };
+  try {
+    set(last, proxies);
+    set(rest, others);
+  } catch {
+    return undefined;
+  }
+  return {
+    text: `each proxy pinned to CPU ${last}, the load generator and the backend to CPU ${rest} (taskset)`,
+    restore: () => set(all, [...proxies, ...others]),
+  };
 }
 
 /** The proxy's CPU time per request in µs, or undefined when its CPU could not be read. */
@@ -74,7 +108,7 @@ export function pairedSection(title: string, paired: PairedRounds, durationSecon
   return [
     `### ${title}`,
     '',
-    `${paired.runs.length} rounds of ${durationSeconds} s each, the contenders in turn within a round.`,
+    `${paired.runs.length} rounds of ${durationSeconds} s each, the contenders in turn within a round; ${paired.pinned ?? 'not pinned to cores'}.`,
     '',
     markdownTable(header, rows),
     '',
