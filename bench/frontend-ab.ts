@@ -10,10 +10,11 @@
  * measured this way differ by 2–3 % (docs/benchmarks.md, round 5).
  *
  *   npm run bench:frontend-ab -- <A> <B> [--rounds 6] [--duration 3] [--connections 32] [--memory-limit pod|none|MiB]
- *                                [--a-flags='<node flags>'] [--b-flags='<node flags>']
+ *                                [--a-flags='<node flags>'] [--b-flags='<node flags>'] [--pin yes|no]
  *
  * A and B may be the same checkout: `--b-flags` then measures a runtime setting (Node or V8 flags
- * beyond the image's entrypoint ones) against the deployed one.
+ * beyond the image's entrypoint ones) against the deployed one. `--pin yes` (default) runs both
+ * frontends on the last core and wrk and the backend on the others (bench/lib/paired.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -35,6 +36,7 @@ import {
   stopAll,
 } from './lib/processes.ts';
 import type { FixedBackend } from './lib/fixed-backend.ts';
+import { pinProcesses } from './lib/paired.ts';
 import { fixed, median } from './lib/report.ts';
 
 function settings() {
@@ -47,8 +49,10 @@ function settings() {
       'memory-limit': { type: 'string', default: 'pod' },
       'a-flags': { type: 'string', default: '' },
       'b-flags': { type: 'string', default: '' },
+      pin: { type: 'string', default: 'yes' },
     },
   });
+  if (values.pin !== 'yes' && values.pin !== 'no') throw new Error('--pin must be yes or no');
   if (positionals.length !== 2) throw new Error('usage: bench:frontend-ab -- <checkout A> <checkout B> [options]');
   const flags = (name: string, text: string): string[] => {
     const words = text.split(/\s+/).filter(Boolean);
@@ -62,6 +66,7 @@ function settings() {
     rounds: intArg('rounds', values.rounds, 1, 1000),
     duration: intArg('duration', values.duration, 1, 1000),
     connections: intArg('connections', values.connections, 1, 1000),
+    pin: values.pin === 'yes',
     memoryLimitMiB: memoryLimitArg(values['memory-limit'], (t) => intArg('memory-limit', t, 64, 65536)),
   };
 }
@@ -99,6 +104,12 @@ async function main(): Promise<void> {
       const label = `${root}${s.flags[i]?.length ? ` ${s.flags[i]?.join(' ')}` : ''}`;
       sides.push({ root: label, pid: frontend.pid, port, host: share.host, cookie, runs: [] as number[] });
     }
+    const pinned = s.pin
+      ? pinProcesses(
+          sides.map((side) => side.pid),
+          [backend.pid],
+        )
+      : undefined;
     // One unmeasured run each first: V8 optimizes the hot path during the first seconds of load.
     for (const side of sides) wrk(side, s);
     for (let round = 1; round <= s.rounds; round++) {
@@ -115,7 +126,7 @@ async function main(): Promise<void> {
     });
     const [a, b] = sides.map((side) => median(side.runs));
     lines.push(
-      `B/A: ${((b ?? NaN) / (a ?? NaN)).toFixed(3)} (${s.rounds} alternating rounds of ${s.duration} s, wrk -c${s.connections}, OAuth share)`,
+      `B/A: ${((b ?? NaN) / (a ?? NaN)).toFixed(3)} (${s.rounds} alternating rounds of ${s.duration} s, wrk -c${s.connections}, OAuth share; ${pinned?.text ?? 'not pinned'})`,
     );
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {

@@ -43,20 +43,23 @@ export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: num
   return {
     web(req, res, target, headers, onError, setCookie) {
       const t0 = process.hrtime.bigint();
+      const hostname = target.hostname;
       const upstream = request({
         agent,
-        host: target.hostname.replace(/^\[(.*)\]$/, '$1'),
+        host: hostname.startsWith('[') ? hostname.slice(1, -1) : hostname,
         port: target.port || 80,
         method: req.method,
         path: joinPath(target.pathname, req.url ?? '/'),
         headers: requestHeaders(headers, target.host),
       });
       const watched = idle.add(upstream);
-      upstream.once('error', (err) => {
+      // \`on\`, not \`once\`: each of these objects lives for one request, and \`once\` costs a wrapper
+      // and a listener removal per event on the hot path.
+      upstream.on('error', (err) => {
         if (res.headersSent) res.destroy();
         else onError(err);
       });
-      upstream.once('response', (upstreamRes) => {
+      upstream.on('response', (upstreamRes) => {
         metrics.upstreamSeconds.observe(Number(process.hrtime.bigint() - t0) / 1e9);
         res.writeHead(
           upstreamRes.statusCode ?? 502,
@@ -66,19 +69,21 @@ export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: num
         // A backend that hangs up mid-body: cut the visitor's response too, so the browser sees a
         // failed download rather than waiting for the rest of a Content-Length that never comes
         // (and never a truncated "complete" one).
-        upstreamRes.once('close', () => {
+        upstreamRes.on('close', () => {
           if (!upstreamRes.complete) res.destroy();
         });
         upstreamRes.pipe(res);
       });
       // The visitor went away (or its request failed): stop the backend's work as well.
-      res.once('close', () => {
+      res.on('close', () => {
         idle.done(watched);
         if (!res.writableFinished) upstream.destroy();
       });
-      req.once('error', () => upstream.destroy());
-      if (hasBody(req)) req.pipe(upstream);
-      else upstream.end();
+      if (hasBody(req)) {
+        // A request that fails mid-body (without a body, the visitor's leaving closes \`res\` above).
+        req.on('error', () => upstream.destroy());
+        req.pipe(upstream);
+      } else upstream.end();
     },
     ws(req, socket, head, target) {
       upgrades ??= loadUpgradeProxy();

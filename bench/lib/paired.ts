@@ -27,7 +27,7 @@ export async function pairedRounds(
   // Pinned, each proxy has the last core to itself and the load generator and backend share the
   // others: the proxy's CPU per request then depends far less on how the scheduler interleaves
   // three busy processes on two cores (which changes how many requests each wake-up handles).
-  const pinned = pin ? pinProxies(targets, backendPid) : undefined;
+  const pinned = pin ? pinProcesses([...new Set(targets.flatMap((t) => t.proxyPids()))], [backendPid]) : undefined;
   const runs: Measured[][] = [];
   for (let round = 1; round <= rounds; round += 1) {
     const row: Measured[] = [];
@@ -41,27 +41,32 @@ export async function pairedRounds(
   return { names: targets.map((t) => t.name), runs, ...(pinned ? { pinned: pinned.text } : {}) };
 }
 
-/** Every thread of the proxies on the last core, this process (so the load generator it spawns) and the backend on the rest. */
-function pinProxies(targets: readonly Target[], backendPid: number): { text: string; restore(): void } | undefined {
+/**
+ * Every thread of the proxies on the last core; this process (so the load generator it spawns) and
+ * `others` on the rest. Undefined on one core or without taskset.
+ */
+export function pinProcesses(
+  proxies: readonly number[],
+  others: readonly number[],
+): { text: string; restore(): void } | undefined {
   const cores = availableParallelism();
   if (cores < 2) return undefined;
   const last = String(cores - 1);
   const rest = cores === 2 ? '0' : `0-${cores - 2}`;
   const all = `0-${cores - 1}`;
-  const proxies = [...new Set(targets.flatMap((t) => t.proxyPids()))];
-  const others = [process.pid, backendPid];
+  const rested = [process.pid, ...others];
   const set = (cpus: string, pids: readonly number[]): void => {
     for (const pid of pids) execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
   };
   try {
     set(last, proxies);
-    set(rest, others);
+    set(rest, rested);
   } catch {
     return undefined;
   }
   return {
     text: `each proxy pinned to CPU ${last}, the load generator and the backend to CPU ${rest} (taskset)`,
-    restore: () => set(all, [...proxies, ...others]),
+    restore: () => set(all, [...proxies, ...rested]),
   };
 }
 
