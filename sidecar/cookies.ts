@@ -10,17 +10,21 @@ export interface CookieOptions {
 /** Browsers drop cookies over 4096 bytes (name + value + attributes); stay well below. */
 export const MAX_COOKIE_BYTES = 4000;
 
-export function parseCookies(header: string | undefined): Map<string, string> {
-  const out = new Map<string, string>();
-  if (!header) return out;
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq <= 0) continue;
-    const name = part.slice(0, eq).trim();
-    // First occurrence wins, as in browsers' most-specific-first ordering.
-    if (!out.has(name)) out.set(name, part.slice(eq + 1).trim());
+/**
+ * The value of the first cookie named `name` (first occurrence wins, as in browsers'
+ * most-specific-first ordering), found without splitting the whole header: this runs per request.
+ */
+export function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  let start = 0;
+  while (start < header.length) {
+    let end = header.indexOf(';', start);
+    if (end === -1) end = header.length;
+    const eq = header.indexOf('=', start);
+    if (eq > start && eq < end && header.slice(start, eq).trim() === name) return header.slice(eq + 1, end).trim();
+    start = end + 1;
   }
-  return out;
+  return undefined;
 }
 
 /** HttpOnly and SameSite=Lax always; Secure whenever the public endpoint is https. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../lib/clock.ts';
-import { parseCookies, serializeCookie, type CookieOptions } from './cookies.ts';
+import { cookieValue, serializeCookie, type CookieOptions } from './cookies.ts';
 import type { Sealer } from './seal.ts';
 import { localSharedState, type SharedState } from './shared-state.ts';
 
@@ -124,7 +124,7 @@ export class LoginStates {
 
   /** The unexpired logins in the request's login cookie (none when it is absent or does not open). */
   private pending(cookieHeader: string | undefined): LoginSecrets[] {
-    const jar = this.sealer.open<PendingLogins>('login', parseCookies(cookieHeader).get(this.cookieName));
+    const jar = this.sealer.open<PendingLogins>('login', cookieValue(cookieHeader, this.cookieName));
     const logins: readonly LoginSecrets[] = Array.isArray(jar?.logins) ? jar.logins : [];
     const now = this.clock.now();
     return logins.filter((s) => typeof s.expiresAt === 'number' && s.expiresAt > now);

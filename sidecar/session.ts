@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '../lib/clock.ts';
-import { MAX_COOKIE_BYTES, parseCookies, serializeCookie, type CookieOptions } from './cookies.ts';
+import { MAX_COOKIE_BYTES, cookieValue, serializeCookie, type CookieOptions } from './cookies.ts';
 import type { Sealer } from './seal.ts';
 import type { ProviderTokens } from './providers/types.ts';
 
@@ -78,7 +78,7 @@ export function sessionCookies(
   // visitor (measured in docs/benchmarks.md). Bounded; oldest entries go first.
   const opened = new Map<string, readonly Session[]>();
   const read = (header: string | undefined): readonly Session[] => {
-    const value = parseCookies(header).get(name);
+    const value = cookieValue(header, name);
     if (!value) return [];
     let sessions = opened.get(value);
     if (!sessions) {
@@ -89,7 +89,8 @@ export function sessionCookies(
       opened.set(value, sessions);
     }
     const now = clock.now();
-    return sessions.filter((s) => s.expiresAt > now);
+    // The cached jar itself while none of its sessions has ended (read-only): no copy per request.
+    return sessions.every((s) => s.expiresAt > now) ? sessions : sessions.filter((s) => s.expiresAt > now);
   };
 
   return {

@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { cookieValue, withoutOwnCookies } from './cookies.ts';
+
+describe('cookieValue', () => {
+  it('finds a cookie among others, trimmed, the first occurrence winning', () => {
+    expect(cookieValue('a=1; svc=sealed ; b=2', 'svc')).toBe('sealed');
+    expect(cookieValue('svc=first; svc=second', 'svc')).toBe('first');
+    expect(cookieValue('svc=a=b', 'svc')).toBe('a=b');
+  });
+
+  it('matches whole names only and skips parts without a name or value', () => {
+    expect(cookieValue('svc.1=x; xsvc=y', 'svc')).toBeUndefined();
+    expect(cookieValue('=svc; svc; ;svc=ok', 'svc')).toBe('ok');
+    expect(cookieValue('theme=dark', 'svc')).toBeUndefined();
+    expect(cookieValue(undefined, 'svc')).toBeUndefined();
+    expect(cookieValue('', 'svc')).toBeUndefined();
+  });
+});
+
+describe('withoutOwnCookies', () => {
+  it('drops every cookie whose name starts with the frontend cookie name and keeps the rest', () => {
+    expect(withoutOwnCookies('svc=1; theme=dark; svc-login=2; lang=en', 'svc')).toBe('theme=dark; lang=en');
+    expect(withoutOwnCookies(['svc=1', 'a=b'], 'svc')).toBe('a=b');
+    expect(withoutOwnCookies('svc=1', 'svc')).toBeUndefined();
+  });
+});
