@@ -65,6 +65,7 @@ import { memoryLimitArg, MemoryLimits, sidecarMemoryLimitBytes } from './lib/mem
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
 import { pairedRounds, pairedSection } from './lib/paired.ts';
+import type { ProxyPath } from './lib/proxy-paths.ts';
 import { freePort } from './lib/ports.ts';
 import {
   childPids,
@@ -204,17 +205,16 @@ async function main(): Promise<number> {
       idp: idp.ready,
     });
     const nginx = await startNginxProxy({ dir: join(dir, 'nginx'), port: nginxPort, upstream: backendUrl });
-    const bare = await startModule<{ url: string }>(
-      'bare proxy',
-      join(ROOT, 'bench/lib/proxy-paths.ts'),
-      'startProxyPath',
-      {
-        path: 'lean',
-        upstream: backendUrl.href,
-      },
-      undefined,
-      { memoryLimit: memoryLimits.next(), env: imageEnvironment(), nodeFlags: imageNodeFlags() },
-    );
+    const startBarePipe = (path: ProxyPath) =>
+      startModule<{ url: string }>(
+        `bare proxy (${path})`,
+        join(ROOT, 'bench/lib/proxy-paths.ts'),
+        'startProxyPath',
+        { path, upstream: backendUrl.href },
+        undefined,
+        { memoryLimit: memoryLimits.next(), env: imageEnvironment(), nodeFlags: imageNodeFlags() },
+      );
+    const [bare, bareLists] = [await startBarePipe('lean'), await startBarePipe('lean-lists')];
 
     const shareUrl = (token: string): URL => new URL(`http://${token}.${DOMAIN}:${frontendPort}/`);
     const cookie = await frontendLogin(shareUrl('login'), idp.ready.issuer);
@@ -251,6 +251,13 @@ async function main(): Promise<number> {
         headers: {},
         proxyPids: () => [bare.pid],
         memoryPids: () => [bare.pid],
+      },
+      {
+        name: 'bare pipe with header lists',
+        url: bareLists.ready.url,
+        headers: {},
+        proxyPids: () => [bareLists.pid],
+        memoryPids: () => [bareLists.pid],
       },
       ...peers,
       ...extras.map((e) => e.target),
@@ -291,9 +298,12 @@ async function main(): Promise<number> {
       latencySets.push(await fixedRateRounds(s, targets, rate, s.latencyRounds));
     }
     const latencies = latencySets[0] ?? [];
-    const pipeTargets = ['bare http.request proxy', 'frontend, open share', 'frontend, OAuth share'].map(
-      (prefix) => targets.find((t) => t.name.startsWith(prefix)) as Target,
-    );
+    const pipeTargets = [
+      'bare http.request proxy',
+      'bare pipe with header lists',
+      'frontend, open share',
+      'frontend, OAuth share',
+    ].map((prefix) => targets.find((t) => t.name.startsWith(prefix)) as Target);
     const paired =
       s.pairRounds > 0
         ? await pairedRounds(
@@ -313,7 +323,7 @@ async function main(): Promise<number> {
       startup,
       loadBefore,
       extras.map((e) => ({ ...e, memoryAfter: e.memory() })),
-      paired && pairedSection('The frontend against the bare pipe, paired rounds', paired, s.pairSeconds),
+      paired && pairedSection('The frontend against the bare pipes, paired rounds', paired, s.pairSeconds, [0, 1]),
     );
     process.stdout.write(report);
     await writeMarkdown(REPORT_FILE, report);

@@ -38,7 +38,7 @@ async function main(): Promise<number> {
     'startFixedBackend',
     {},
   );
-  const paths: ProxyPath[] = ['http-proxy-3', 'lean'];
+  const paths: ProxyPath[] = ['http-proxy-3', 'lean', 'lean-lists'];
   const proxies = await Promise.all(
     paths.map((path) =>
       startModule<{ url: string }>(path, join(ROOT, 'bench/lib/proxy-paths.ts'), 'startProxyPath', {

@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { watchFile, unwatchFile } from 'node:fs';
 import { ConfigError, errorText, problemText } from '../lib/errors.ts';
 import { createLogger } from '../lib/logger.ts';
@@ -5,6 +6,7 @@ import { untilSignal } from '../lib/signals.ts';
 import { loadFrontendConfig, type FrontendConfig } from '../lib/config/frontend.ts';
 import { staticShares, type ShareSource } from '../lib/share/source.ts';
 import { sharedStateOverIpc } from './shared-state.ts';
+import { runPrimary } from './workers.ts';
 
 /**
  * `svc frontend --config file`: the per-share sidecar process. Config is validated once (the
@@ -14,17 +16,11 @@ import { sharedStateOverIpc } from './shared-state.ts';
 export async function runFrontend(path: string): Promise<void> {
   const config = loadFrontendConfig(path);
   const log = createLogger('frontend');
-  // Workers exist only with `workers` > 1 (they read the same config): a single frontend, every share
-  // pod's sidecar among them, never loads node:cluster (and node:child_process with it).
-  const isWorker = config.workers > 1;
-  if (isWorker) {
-    const { default: cluster } = await import('node:cluster');
-    if (cluster.isPrimary) return (await import('./workers.ts')).runPrimary(config.workers, log);
-  }
+  if (config.workers > 1 && cluster.isPrimary) return runPrimary(config.workers, log);
   const stopped = untilSignal();
   // A worker whose primary was killed outright stops the normal way.
   const primaryGone = (): boolean => process.kill(process.pid, 'SIGTERM');
-  if (isWorker) process.once('disconnect', primaryGone);
+  if (cluster.isWorker) process.once('disconnect', primaryGone);
   let current = staticShares(config.shares);
   const shares: ShareSource = { lookup: (t) => current.lookup(t), has: (t) => current.has(t) };
   // Imported here, not at the top: a workers' primary serves no request and never loads it.
@@ -36,7 +32,7 @@ export async function runFrontend(path: string): Promise<void> {
     oauth: config.oauth,
     shares,
     logger: log,
-    ...(isWorker ? { sharedState: sharedStateOverIpc() } : {}),
+    ...(cluster.isWorker ? { sharedState: sharedStateOverIpc() } : {}),
     ...(config.metricsAddress ? { metricsListen: config.metricsAddress } : {}),
   });
 
@@ -59,7 +55,7 @@ export async function runFrontend(path: string): Promise<void> {
   log.info('shutting down');
   await frontend.close();
   // A worker's IPC channel to the primary would keep it running.
-  if (isWorker) {
+  if (cluster.isWorker) {
     process.off('disconnect', primaryGone);
     process.disconnect();
   }

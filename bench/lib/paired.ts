@@ -76,19 +76,27 @@ export function cpuPerRequestUs(m: Measured): number | undefined {
   return (m.proxyCpuSeconds / m.load.requests) * 1e6;
 }
 
-/** Per round, each contender's CPU per request over the first contender's (the reference). */
-export function roundRatios(paired: PairedRounds, contender: number): number[] {
+/** Per round, a contender's CPU per request over a reference contender's. */
+export function roundRatios(paired: PairedRounds, contender: number, referenceIndex = 0): number[] {
   const ratios: number[] = [];
   for (const row of paired.runs) {
-    const reference = row[0] && cpuPerRequestUs(row[0]);
+    const reference = row[referenceIndex] && cpuPerRequestUs(row[referenceIndex]);
     const other = row[contender] && cpuPerRequestUs(row[contender]);
     if (reference !== undefined && other !== undefined && reference > 0) ratios.push(other / reference);
   }
   return ratios;
 }
 
-/** A Markdown section: every run's req/s and CPU per request, the medians, and the median per-round ratio to the first contender. */
-export function pairedSection(title: string, paired: PairedRounds, durationSeconds: number): string {
+/**
+ * A Markdown section: every run's req/s and CPU per request, the medians, and each other
+ * contender's median per-round ratio to each of the `references` (contender indexes).
+ */
+export function pairedSection(
+  title: string,
+  paired: PairedRounds,
+  durationSeconds: number,
+  references: readonly number[] = [0],
+): string {
   const header = ['round', ...paired.names.flatMap((n) => [`${n} req/s`, `${n} µs CPU/req`])];
   const rows = paired.runs.map((row, i) => [
     String(i + 1),
@@ -103,13 +111,17 @@ export function pairedSection(title: string, paired: PairedRounds, durationSecon
       fixed(median(column(i, cpuPerRequestUs)), 0),
     ]),
   ]);
-  const verdicts = paired.names.slice(1).map((name, k) => {
-    const ratios = roundRatios(paired, k + 1);
-    const m = median(ratios);
-    const range =
-      ratios.length > 0 ? ` (rounds ${fixed(Math.min(...ratios), 2)}–${fixed(Math.max(...ratios), 2)})` : '';
-    return `- ${name}: **${fixed(m, 2)}×** the CPU per request of ${paired.names[0]}, median of ${ratios.length} rounds${range}`;
-  });
+  const verdicts = references.flatMap((r) =>
+    paired.names.flatMap((name, c) => {
+      if (references.includes(c)) return [];
+      const ratios = roundRatios(paired, c, r);
+      const range =
+        ratios.length > 0 ? ` (rounds ${fixed(Math.min(...ratios), 2)}–${fixed(Math.max(...ratios), 2)})` : '';
+      return [
+        `- ${name}: **${fixed(median(ratios), 2)}×** the CPU per request of ${paired.names[r]}, median of ${ratios.length} rounds${range}`,
+      ];
+    }),
+  );
   return [
     `### ${title}`,
     '',

@@ -1,9 +1,22 @@
-import { Agent, createServer, request, type IncomingHttpHeaders } from 'node:http';
+import {
+  Agent,
+  createServer,
+  request,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
 
-/** The two ways the frontend could forward a request, compared by bench/proxy-path.ts. */
-export type ProxyPath = 'http-proxy-3' | 'lean';
+/**
+ * The ways the frontend could forward a request, compared by bench/proxy-path.ts (the bare pipes
+ * are also bench:frontend's floor of a Node proxy).
+ * `lean`: `http.request` with header objects (as a first Node proxy is written); `lean-lists`: the
+ * same pipe passing flat `[name, value, …]` header lists both ways, as svc's frontend does, which
+ * spares Node's client its header map and a lower-cased copy of every name.
+ */
+export type ProxyPath = 'http-proxy-3' | 'lean' | 'lean-lists';
 
 export interface ProxyPathOptions {
   readonly path: ProxyPath;
@@ -12,6 +25,39 @@ export interface ProxyPathOptions {
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) a proxy must not forward. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+
+const HOP_BY_HOP_SET = new Set(HOP_BY_HOP);
+
+/** `rawHeaders` less the hop-by-hop ones (and Host, when `host` replaces it). */
+function rawWithoutHopByHop(raw: readonly string[], host?: string): string[] {
+  const out = host === undefined ? [] : ['host', host];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = (raw[i] as string).toLowerCase();
+    if (!HOP_BY_HOP_SET.has(name) && !(host !== undefined && name === 'host'))
+      out.push(raw[i] as string, raw[i + 1] as string);
+  }
+  return out;
+}
+
+function pipeWithLists(req: IncomingMessage, res: ServerResponse, upstream: URL, agent: Agent): void {
+  const upstreamReq = request({
+    host: upstream.hostname,
+    port: upstream.port,
+    method: req.method,
+    path: req.url,
+    headers: rawWithoutHopByHop(req.rawHeaders, upstream.host),
+    agent,
+  });
+  upstreamReq.on('response', (upstreamRes) => {
+    res.writeHead(upstreamRes.statusCode ?? 502, rawWithoutHopByHop(upstreamRes.rawHeaders));
+    upstreamRes.pipe(res);
+  });
+  upstreamReq.on('error', () => {
+    if (!res.headersSent) res.statusCode = 502;
+    res.end();
+  });
+  req.pipe(upstreamReq);
+}
 
 function withoutHopByHop(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   const out = { ...headers };
@@ -35,6 +81,10 @@ export async function startProxyPath(options: ProxyPathOptions): Promise<{ url: 
         res.statusCode = 502;
         res.end();
       });
+      return;
+    }
+    if (options.path === 'lean-lists') {
+      pipeWithLists(req, res, upstream, agent);
       return;
     }
     const headers = withoutHopByHop(req.headers);
