@@ -232,7 +232,11 @@ describe('AgentEnrollment → controller → environment agent → Share objects
         apiVersion: 'svc.dev/v1alpha1',
         kind: 'AgentEnrollment',
         metadata: { name: 'team', namespace: ENV_NS },
-        spec: { controllerUrl: new URL(apiUrl).origin, accountTokenSecretRef: { name: 'account', key: 'token' } },
+        spec: {
+          controllerUrl: new URL(apiUrl).origin,
+          accountTokenSecretRef: { name: 'account', key: 'token' },
+          description: 'team A',
+        },
       },
     });
     const waiting = await eventually(async () => {
@@ -243,15 +247,18 @@ describe('AgentEnrollment → controller → environment agent → Share objects
     expect(condition(waiting, 'Ready')?.message).toContain('Secret account key token');
     expect(waiting.status?.enrolled).toBe(false);
 
+    // The token Secret is not watched (re-checked every 30 s); pointing the enrollment at it (a spec
+    // change) wakes the reconcile now. A Secret of another name than the one it waits for: a re-check
+    // between the two calls cannot enroll it first (which made this test flaky when the second call
+    // was what set the description).
     await api(cp, `/api/v1/namespaces/${ENV_NS}/secrets`, {
       method: 'POST',
-      body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'account' }, stringData: { token: accountToken } },
+      body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'account-2' }, stringData: { token: accountToken } },
     });
-    // The token Secret is not watched (re-checked every 30 s); a spec change wakes the reconcile now.
     await api(cp, enrollmentPath('team'), {
       method: 'PATCH',
       contentType: 'application/merge-patch+json',
-      body: { spec: { description: 'team A' } },
+      body: { spec: { accountTokenSecretRef: { name: 'account-2', key: 'token' } } },
     });
     const enrolled = await eventually(async () => {
       const e = await getOrNone(cp, enrollmentPath('team'));
