@@ -76,7 +76,16 @@ import {
   startModule,
   stopAll,
 } from './lib/processes.ts';
-import { fixed, latencySection, machineLines, markdownTable, mib, ratio, writeMarkdown } from './lib/report.ts';
+import {
+  fixed,
+  latencySection,
+  machineLines,
+  markdownTable,
+  mib,
+  perRequestUs,
+  ratio,
+  writeMarkdown,
+} from './lib/report.ts';
 
 /* The Markdown report of the last run, also printed. */
 const REPORT_FILE = fileURLToPath(new URL('../docs/benchmarks/frontend.md', import.meta.url));
@@ -471,8 +480,6 @@ function formatReport(
   const direct = results[0]?.load;
   const peer = results.find((r) => r.target.name.includes('defaults'))?.load;
   const tunedPeer = results.find((r) => r.target.name.includes('idle upstream'))?.load;
-  const perRequestUs = (seconds: number | undefined, r: LoadResult): number | undefined =>
-    seconds === undefined || r.requests === 0 ? undefined : (seconds / r.requests) * 1e6;
   const cores = (seconds: number | undefined, r: LoadResult): number | undefined =>
     seconds === undefined ? undefined : seconds / r.durationSeconds;
   const rows = results.map(({ target, load, proxyCpuSeconds, backendCpuSeconds, loadCpuSeconds, peakRssKiB }) => [
@@ -484,9 +491,9 @@ function formatReport(
     ratio(load.requestsPerSecond, direct?.requestsPerSecond),
     ratio(load.requestsPerSecond, peer?.requestsPerSecond),
     ratio(load.requestsPerSecond, tunedPeer?.requestsPerSecond),
-    fixed(perRequestUs(proxyCpuSeconds, load), 0),
+    fixed(perRequestUs(proxyCpuSeconds, load.requests), 0),
     fixed(cores(proxyCpuSeconds, load), 2),
-    fixed(perRequestUs(backendCpuSeconds, load), 0),
+    fixed(perRequestUs(backendCpuSeconds, load.requests), 0),
     fixed(cores(loadCpuSeconds, load), 2),
     mib(peakRssKiB),
   ]);

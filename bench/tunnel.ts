@@ -47,7 +47,16 @@ import {
   stopAll,
   type BenchProcess,
 } from './lib/processes.ts';
-import { fixed, latencySection, machineLines, markdownTable, mib, ratio, writeMarkdown } from './lib/report.ts';
+import {
+  fixed,
+  latencySection,
+  machineLines,
+  markdownTable,
+  mib,
+  perRequestUs,
+  ratio,
+  writeMarkdown,
+} from './lib/report.ts';
 import {
   sharePublic,
   startSvcInstallation,
@@ -242,8 +251,6 @@ const median = (values: readonly number[]): number | undefined => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor((sorted.length - 1) / 2)];
 };
-const perRequestUs = (seconds: number | undefined, requests: number): number | undefined =>
-  seconds === undefined || requests === 0 ? undefined : (seconds / requests) * 1e6;
 
 /** Saturation req/s, proxy CPU per request, fixed-rate p99 and download throughput (docs/benchmarks/tunnel.svg). */
 function chart(results: readonly Measured[], latencies: readonly Latency[], transfers: readonly Downloads[]): string {

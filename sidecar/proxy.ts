@@ -53,7 +53,7 @@ export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: num
         headers: requestHeaders(headers, target.host),
       });
       const watched = idle.add(upstream);
-      // \`on\`, not \`once\`: each of these objects lives for one request, and \`once\` costs a wrapper
+      // `on`, not `once`: each of these objects lives for one request, and `once` costs a wrapper
       // and a listener removal per event on the hot path.
       upstream.on('error', (err) => {
         if (res.headersSent) res.destroy();
@@ -80,7 +80,7 @@ export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: num
         if (!res.writableFinished) upstream.destroy();
       });
       if (hasBody(req)) {
-        // A request that fails mid-body (without a body, the visitor's leaving closes \`res\` above).
+        // A request that fails mid-body (without a body, the visitor's leaving closes `res` above).
         req.on('error', () => upstream.destroy());
         req.pipe(upstream);
       } else upstream.end();

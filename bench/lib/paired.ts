@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { measure, type LoadSettings, type Measured, type Target } from './measure.ts';
-import { fixed, markdownTable, median } from './report.ts';
+import { fixed, markdownTable, median, perRequestUs } from './report.ts';
 
 /**
  * Contenders measured in short alternating runs (A, B, C, A, B, C, …) rather than one long run
@@ -72,8 +72,7 @@ export function pinProcesses(
 
 /** The proxy's CPU time per request in µs, or undefined when its CPU could not be read. */
 export function cpuPerRequestUs(m: Measured): number | undefined {
-  if (m.proxyCpuSeconds === undefined || m.load.requests === 0) return undefined;
-  return (m.proxyCpuSeconds / m.load.requests) * 1e6;
+  return perRequestUs(m.proxyCpuSeconds, m.load.requests);
 }
 
 /** Per round, a contender's CPU per request over a reference contender's. */

@@ -3,6 +3,7 @@ import {
   createServer,
   request,
   type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
   type IncomingMessage,
   type ServerResponse,
 } from 'node:http';
@@ -39,20 +40,42 @@ function rawWithoutHopByHop(raw: readonly string[], host?: string): string[] {
   return out;
 }
 
-function pipeWithLists(req: IncomingMessage, res: ServerResponse, upstream: URL, agent: Agent): void {
-  const upstreamReq = request({
-    host: upstream.hostname,
-    port: upstream.port,
-    method: req.method,
-    path: req.url,
-    headers: rawWithoutHopByHop(req.rawHeaders, upstream.host),
-    agent,
-  });
-  upstreamReq.on('response', (upstreamRes) => {
-    res.writeHead(upstreamRes.statusCode ?? 502, rawWithoutHopByHop(upstreamRes.rawHeaders));
-    upstreamRes.pipe(res);
-  });
-  upstreamReq.on('error', () => {
+/** How a bare pipe passes headers on: as objects (`lean`) or as flat lists (`lean-lists`). */
+interface HeaderStyle {
+  request(req: IncomingMessage, host: string): OutgoingHttpHeaders | string[];
+  response(res: IncomingMessage): OutgoingHttpHeaders | string[];
+}
+
+const OBJECT_HEADERS: HeaderStyle = {
+  request: (req, host) => {
+    const headers = withoutHopByHop(req.headers);
+    headers.host = host;
+    return headers;
+  },
+  response: (res) => withoutHopByHop(res.headers),
+};
+
+const LIST_HEADERS: HeaderStyle = {
+  request: (req, host) => rawWithoutHopByHop(req.rawHeaders, host),
+  response: (res) => rawWithoutHopByHop(res.rawHeaders),
+};
+
+function pipe(req: IncomingMessage, res: ServerResponse, upstream: URL, agent: Agent, style: HeaderStyle): void {
+  const upstreamReq = request(
+    {
+      host: upstream.hostname,
+      port: upstream.port,
+      method: req.method,
+      path: req.url,
+      headers: style.request(req, upstream.host),
+      agent,
+    },
+    (upstreamRes) => {
+      res.writeHead(upstreamRes.statusCode ?? 502, style.response(upstreamRes));
+      upstreamRes.pipe(res);
+    },
+  );
+  upstreamReq.once('error', () => {
     if (!res.headersSent) res.statusCode = 502;
     res.end();
   });
@@ -83,24 +106,7 @@ export async function startProxyPath(options: ProxyPathOptions): Promise<{ url: 
       });
       return;
     }
-    if (options.path === 'lean-lists') {
-      pipeWithLists(req, res, upstream, agent);
-      return;
-    }
-    const headers = withoutHopByHop(req.headers);
-    headers.host = upstream.host;
-    const upstreamReq = request(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent },
-      (upstreamRes) => {
-        res.writeHead(upstreamRes.statusCode ?? 502, withoutHopByHop(upstreamRes.headers));
-        upstreamRes.pipe(res);
-      },
-    );
-    upstreamReq.once('error', () => {
-      if (!res.headersSent) res.statusCode = 502;
-      res.end();
-    });
-    req.pipe(upstreamReq);
+    pipe(req, res, upstream, agent, options.path === 'lean-lists' ? LIST_HEADERS : OBJECT_HEADERS);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -22,6 +22,11 @@ export function median(values: readonly number[]): number | undefined {
   return sorted.length % 2 === 1 ? sorted[mid] : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
+/** CPU seconds spent over `requests` requests, in µs per request; undefined when either is missing. */
+export function perRequestUs(seconds: number | undefined, requests: number): number | undefined {
+  return seconds === undefined || requests === 0 ? undefined : (seconds / requests) * 1e6;
+}
+
 export function fixed(value: number | undefined, decimals: number): string {
   return value === undefined || !Number.isFinite(value) ? '-' : value.toFixed(decimals);
 }
