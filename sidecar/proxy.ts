@@ -1,4 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientRequest, IncomingMessage, RequestOptions, ServerResponse } from 'node:http';
+import type * as Https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { connectionWithoutIdentity, isIdentityHeaderName } from '../lib/identity-headers.ts';
 import { Agent, request } from '../lib/node-http.ts';
@@ -36,22 +37,26 @@ export interface ShareProxy {
 const HOP_BY_HOP_REQUEST = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
 const HOP_BY_HOP_RESPONSE = new Set([...HOP_BY_HOP_REQUEST, 'transfer-encoding']);
 
+/** Keep-alive connections to the share backends, one pool per scheme. */
+const POOL = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64 };
+
 export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: number): ShareProxy {
-  const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
+  const agent = new Agent(POOL);
+  const tls = new TlsTransport();
   const idle = new BackendIdleWatch(backendTimeoutMs);
   let upgrades: Promise<UpgradeProxy> | undefined;
   return {
     web(req, res, target, headers, onError, setCookie) {
       const t0 = process.hrtime.bigint();
-      const hostname = target.hostname;
-      const upstream = request({
+      const options: RequestOptions = {
         agent,
-        host: hostname.startsWith('[') ? hostname.slice(1, -1) : hostname,
-        port: target.port || 80,
+        host: upstreamHost(target),
+        port: upstreamPort(target),
         method: req.method,
         path: joinPath(target.pathname, req.url ?? '/'),
         headers: requestHeaders(headers, target.host),
-      });
+      };
+      const upstream = target.protocol === 'https:' ? tls.request(options) : request(options);
       const watched = idle.add(upstream);
       // `on`, not `once`: each of these objects lives for one request, and `once` costs a wrapper
       // and a listener removal per event on the hot path.
@@ -96,8 +101,43 @@ export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: num
       void upgrades?.then((proxy) => proxy.close()).catch(() => undefined);
       idle.close();
       agent.destroy();
+      tls.close();
     },
   };
+}
+
+/** The target's host as a socket address: an IPv6 literal without its URL brackets. */
+export function upstreamHost(target: URL): string {
+  const hostname = target.hostname;
+  return hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+}
+
+/** The target's port, or its scheme's default (a URL leaves the default port out). */
+export function upstreamPort(target: URL): number {
+  if (target.port) return Number(target.port);
+  return target.protocol === 'https:' ? 443 : 80;
+}
+
+/**
+ * HTTPS backends (a share whose target is an `https://` URL, e.g. a Kubernetes Service behind TLS):
+ * the certificate is verified against Node's CA store (plus NODE_EXTRA_CA_CERTS), with the
+ * target's host name as SNI. node:https (and node:tls with it) is loaded on the first such request
+ * only, so a frontend whose backends are all plain HTTP never carries it.
+ */
+class TlsTransport {
+  private https: { readonly module: typeof Https; readonly agent: Https.Agent } | undefined;
+
+  request(options: RequestOptions): ClientRequest {
+    if (!this.https) {
+      const module: typeof Https = process.getBuiltinModule('node:https');
+      this.https = { module, agent: new module.Agent(POOL) };
+    }
+    return this.https.module.request({ ...options, agent: this.https.agent });
+  }
+
+  close(): void {
+    this.https?.agent.destroy();
+  }
 }
 
 interface UpgradeProxy {

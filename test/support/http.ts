@@ -15,7 +15,7 @@ export function get(
   port: number,
   host: string,
   path: string,
-  options: { method?: string; headers?: OutgoingHttpHeaders; rawHeaders?: [string, string][] } = {},
+  options: { method?: string; headers?: OutgoingHttpHeaders; rawHeaders?: [string, string][]; body?: string } = {},
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const headers: OutgoingHttpHeaders | [string, string][] = options.rawHeaders
@@ -39,7 +39,7 @@ export function get(
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(options.body);
   });
 }
 
