@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { applyBackendHeaders, backendHeaders, upstreamHost, upstreamPort } from './proxy.ts';
+import { applyBackendHeaders } from '../lib/http-pipe.ts';
+import { backendHeaders } from './proxy.ts';
 import type { Session } from './session.ts';
 
 const PUBLIC = new URL('https://svc.example.com');
@@ -100,18 +101,5 @@ describe('backendHeaders', () => {
     expect(req.headers['set-cookie']).toEqual(['a=1', 'b=2']);
     expect(req.headers['svc-auth-email']).toBeUndefined();
     expect(req.headers['x-forwarded-for']).toBe('10.1.2.3');
-  });
-});
-
-describe('upstreamHost and upstreamPort', () => {
-  it("give the target's socket address, with the scheme's default port when the URL has none", () => {
-    expect([upstreamHost(new URL('http://app.internal')), upstreamPort(new URL('http://app.internal'))]).toEqual([
-      'app.internal',
-      80,
-    ]);
-    expect(upstreamPort(new URL('https://app.internal/base/'))).toBe(443);
-    expect(upstreamPort(new URL('https://app.internal:8443'))).toBe(8443);
-    expect(upstreamPort(new URL('http://app.internal:443'))).toBe(443);
-    expect(upstreamHost(new URL('https://[::1]:9443'))).toBe('::1');
   });
 });

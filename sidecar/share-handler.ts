@@ -7,8 +7,9 @@ import type { ShareRoute } from '../lib/share/spec.ts';
 import type { Authenticator } from './auth.ts';
 import type { FrontendMetrics } from './metrics.ts';
 import { sendPage } from './pages.ts';
-import { BackendTimeout } from './backend-idle.ts';
-import { applyBackendHeaders, backendHeaders, type ShareProxy } from './proxy.ts';
+import { BackendTimeout } from '../lib/backend-idle.ts';
+import { applyBackendHeaders, type BackendPipe } from '../lib/http-pipe.ts';
+import { backendHeaders } from './proxy.ts';
 import type { Session } from './session.ts';
 
 export interface ShareHandlerDeps {
@@ -16,7 +17,7 @@ export interface ShareHandlerDeps {
   readonly auth: Authenticator | undefined;
   readonly cookieName: string | undefined;
   readonly endpointUrl: URL;
-  readonly proxy: ShareProxy;
+  readonly proxy: BackendPipe;
   readonly metrics: FrontendMetrics;
   readonly log: Logger;
 }

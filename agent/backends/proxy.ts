@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { createProxyServer } from 'http-proxy-3';
-import { stripIdentityHeaders } from '../../lib/identity-headers.ts';
+import { BackendTimeout } from '../../lib/backend-idle.ts';
+import { applyBackendHeaders, createBackendPipe, pushHeader, type BackendHeaders } from '../../lib/http-pipe.ts';
+import { connectionWithoutIdentity, isIdentityHeaderName } from '../../lib/identity-headers.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { BackendHandler, IdentityHeaderPolicy } from './types.ts';
 
@@ -10,43 +11,76 @@ export interface ProxyBackendOptions {
   /** `strip` (default) removes every `svc-auth-*` look-alike; `pass` trusts an OAuth frontend in front. */
   readonly identityHeaders?: IdentityHeaderPolicy;
   readonly logger: Logger;
+  /** A target silent this long gets 504 (default 120 s, as the frontend's backend timeout). */
+  readonly backendTimeoutMs?: number;
 }
 
 /**
- * The `proxy` share backend: forwards every request (and WebSocket upgrade) to the target URL. The
- * Host header is rewritten to the target's, the usual X-Forwarded-* headers are added, and identity
- * look-alikes are removed unless the OAuth frontend in front of this backend set them.
+ * The `proxy` share backend (the agent container of a share pod without OAuth, an Access, a private
+ * access on one machine): forwards every request and WebSocket upgrade to the target URL through
+ * the backend pipe (lib/http-pipe.ts: keep-alive connections, TLS verified for https targets). The
+ * Host header is the target's, the X-Forwarded-* headers are extended, and identity look-alikes
+ * are removed unless the OAuth frontend in front of this backend set them.
  */
 export function proxyBackend(options: ProxyBackendOptions): BackendHandler {
-  const proxy = createProxyServer({
-    target: options.target.href,
-    changeOrigin: true,
-    xfwd: true,
-    ws: true,
-    secure: true,
-    proxyTimeout: 120_000,
-  });
-  proxy.on('error', (err, _req, res) => {
-    options.logger.warn({ err: err.message, target: options.target.origin }, 'backend unreachable');
-    if ('writeHead' in res) {
-      if (!res.headersSent) {
-        res.writeHead(502, { 'content-type': 'text/plain; charset=utf-8' });
-        res.end('502 Bad Gateway: the share backend did not answer\n');
-      } else res.destroy();
-    } else res.destroy();
-  });
+  const pipe = createBackendPipe({ backendTimeoutMs: options.backendTimeoutMs ?? 120_000 });
   const strip = (options.identityHeaders ?? 'strip') === 'strip';
+  const { target, logger } = options;
   return {
     request(req: IncomingMessage, res: ServerResponse) {
-      if (strip) stripIdentityHeaders(req.headers);
-      proxy.web(req, res);
+      pipe.web(req, res, target, forwardedHeaders(req, strip), (err) => {
+        const timedOut = err instanceof BackendTimeout;
+        logger.warn({ err: err.message, target: target.origin }, timedOut ? 'backend timeout' : 'backend unreachable');
+        res.writeHead(timedOut ? 504 : 502, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(
+          timedOut
+            ? '504 Gateway Timeout: the share backend did not answer in time\n'
+            : '502 Bad Gateway: the share backend did not answer\n',
+        );
+      });
     },
     upgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
-      if (strip) stripIdentityHeaders(req.headers);
-      proxy.ws(req, socket, head);
+      applyBackendHeaders(req, forwardedHeaders(req, strip));
+      pipe.ws(req, socket, head, target);
     },
     close() {
-      proxy.close();
+      pipe.close();
     },
   };
+}
+
+/**
+ * The request's headers for the target as a flat list: identity look-alikes (and their names in
+ * `Connection`) dropped under `strip`, the peer appended to X-Forwarded-For, and X-Forwarded-Host,
+ * -Proto and -Port added where no proxy in front (an ingress, the OAuth frontend) set them: this
+ * backend listens on plain HTTP inside the cluster and cannot know the public scheme itself.
+ */
+export function forwardedHeaders(req: IncomingMessage, strip: boolean): BackendHeaders {
+  const incoming = req.headers;
+  const out: BackendHeaders = [];
+  let forwardedFor: string | undefined;
+  for (const name in incoming) {
+    const value = incoming[name];
+    if (value === undefined) continue;
+    if (name === 'x-forwarded-for') {
+      forwardedFor = String(value);
+      continue;
+    }
+    if (strip) {
+      if (name === 'connection' && typeof value === 'string') {
+        const kept = connectionWithoutIdentity(value);
+        if (kept !== undefined) out.push(name, kept);
+        continue;
+      }
+      if (isIdentityHeaderName(name)) continue;
+    }
+    pushHeader(out, name, value);
+  }
+  const peer = req.socket.remoteAddress ?? '';
+  out.push('x-forwarded-for', forwardedFor ? `${forwardedFor}, ${peer}` : peer);
+  if (incoming['x-forwarded-host'] === undefined && incoming.host !== undefined)
+    out.push('x-forwarded-host', incoming.host);
+  if (incoming['x-forwarded-proto'] === undefined) out.push('x-forwarded-proto', 'http');
+  if (incoming['x-forwarded-port'] === undefined) out.push('x-forwarded-port', String(req.socket.localPort ?? ''));
+  return out;
 }

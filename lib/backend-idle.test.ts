@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import type { ClientRequest, IncomingMessage, Server } from 'node:http';
-import { createServer, request } from '../lib/node-http.ts';
+import { createServer, request } from './node-http.ts';
 import { BackendIdleWatch, BackendTimeout } from './backend-idle.ts';
 
 /** Real loopback backends: one that never answers, one that answers a byte at a time. */

@@ -1,0 +1,215 @@
+import type { ClientRequest, IncomingMessage, RequestOptions, ServerResponse } from 'node:http';
+import type * as Https from 'node:https';
+import type { Duplex } from 'node:stream';
+import { BackendIdleWatch } from './backend-idle.ts';
+import { Agent, request } from './node-http.ts';
+
+/**
+ * The request pipe to a share backend, shared by the OAuth frontend and the agent's proxy backend:
+ * the request streamed on over keep-alive connections (a pool per scheme, TLS verified for
+ * `https://` targets), hop-by-hop headers dropped both ways, the backend timeout kept by one sweep
+ * (backend-idle.ts). HTTP requests go through a bare `http.request` pipe (measured faster and
+ * lighter than http-proxy-3, see docs/benchmarks.md); WebSocket upgrades still use http-proxy-3,
+ * loaded on the first upgrade only (see docs/design.md). Callers prepare the headers (`BackendHeaders`).
+ */
+export interface BackendPipe {
+  /** `setCookie` (a refreshed session) is added to the backend's response without replacing the backend's own. */
+  web(
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: URL,
+    headers: BackendHeaders,
+    onError: (err: Error) => void,
+    setCookie?: string,
+  ): void;
+  ws(req: IncomingMessage, socket: Duplex, head: Buffer, target: URL): void;
+  close(): void;
+}
+
+/** A request's headers as the backend gets them: a flat `[name, value, …]` list, names lower-case, a repeated header once per value. */
+export type BackendHeaders = string[];
+
+/** Appends an incoming header to a list, a repeated one (Node gives an array) once per value. */
+export function pushHeader(out: BackendHeaders, name: string, value: string | string[]): void {
+  if (typeof value === 'string') out.push(name, value);
+  else for (const each of value) out.push(name, each);
+}
+
+/**
+ * Hop-by-hop headers (RFC 9110 §7.6.1) that belong to one connection, not forwarded either way.
+ * Transfer-Encoding is the exception on requests: Node's client needs it to frame a chunked body
+ * it pipes on (its parser already checked it); on responses Node frames the body itself.
+ */
+const HOP_BY_HOP_REQUEST = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
+const HOP_BY_HOP_RESPONSE = new Set([...HOP_BY_HOP_REQUEST, 'transfer-encoding']);
+
+/** Keep-alive connections to the share backends, one pool per scheme. */
+const POOL = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64 };
+
+export interface BackendPipeOptions {
+  /** A backend silent this long is cut off (BackendTimeout, backend-idle.ts). */
+  readonly backendTimeoutMs: number;
+  /** Told the time from sending a request to the backend's response head, in seconds. */
+  readonly observeUpstream?: (seconds: number) => void;
+}
+
+export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
+  const { backendTimeoutMs, observeUpstream } = options;
+  const agent = new Agent(POOL);
+  const tls = new TlsTransport();
+  const idle = new BackendIdleWatch(backendTimeoutMs);
+  let upgrades: Promise<UpgradeProxy> | undefined;
+  return {
+    web(req, res, target, headers, onError, setCookie) {
+      const t0 = process.hrtime.bigint();
+      const sent: RequestOptions = {
+        agent,
+        host: upstreamHost(target),
+        port: upstreamPort(target),
+        method: req.method,
+        path: joinPath(target.pathname, req.url ?? '/'),
+        headers: requestHeaders(headers, target.host),
+      };
+      const upstream = target.protocol === 'https:' ? tls.request(sent) : request(sent);
+      const watched = idle.add(upstream);
+      // `on`, not `once`: each of these objects lives for one request, and `once` costs a wrapper
+      // and a listener removal per event on the hot path.
+      upstream.on('error', (err) => {
+        if (res.headersSent) res.destroy();
+        else onError(err);
+      });
+      upstream.on('response', (upstreamRes) => {
+        observeUpstream?.(Number(process.hrtime.bigint() - t0) / 1e9);
+        res.writeHead(
+          upstreamRes.statusCode ?? 502,
+          upstreamRes.statusMessage ?? '',
+          responseHeaders(upstreamRes.rawHeaders, setCookie),
+        );
+        // A backend that hangs up mid-body: cut the visitor's response too, so the browser sees a
+        // failed download rather than waiting for the rest of a Content-Length that never comes
+        // (and never a truncated "complete" one).
+        upstreamRes.on('close', () => {
+          if (!upstreamRes.complete) res.destroy();
+        });
+        upstreamRes.pipe(res);
+      });
+      // The visitor went away (or its request failed): stop the backend's work as well.
+      res.on('close', () => {
+        idle.done(watched);
+        if (!res.writableFinished) upstream.destroy();
+      });
+      if (hasBody(req)) {
+        // A request that fails mid-body (without a body, the visitor's leaving closes `res` above).
+        req.on('error', () => upstream.destroy());
+        req.pipe(upstream);
+      } else upstream.end();
+    },
+    ws(req, socket, head, target) {
+      upgrades ??= loadUpgradeProxy();
+      void upgrades.then(
+        (proxy) => proxy.ws(req, socket, head, { target: target.href }, () => socket.destroy()),
+        () => socket.destroy(),
+      );
+    },
+    close() {
+      void upgrades?.then((proxy) => proxy.close()).catch(() => undefined);
+      idle.close();
+      agent.destroy();
+      tls.close();
+    },
+  };
+}
+
+/** The target's host as a socket address: an IPv6 literal without its URL brackets. */
+export function upstreamHost(target: URL): string {
+  const hostname = target.hostname;
+  return hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+}
+
+/** The target's port, or its scheme's default (a URL leaves the default port out). */
+export function upstreamPort(target: URL): number {
+  if (target.port) return Number(target.port);
+  return target.protocol === 'https:' ? 443 : 80;
+}
+
+/**
+ * HTTPS backends (a share whose target is an `https://` URL, e.g. a Kubernetes Service behind TLS):
+ * the certificate is verified against Node's CA store (plus NODE_EXTRA_CA_CERTS), with the
+ * target's host name as SNI. node:https (and node:tls with it) is loaded on the first such request
+ * only, so a frontend whose backends are all plain HTTP never carries it.
+ */
+class TlsTransport {
+  private https: { readonly module: typeof Https; readonly agent: Https.Agent } | undefined;
+
+  request(options: RequestOptions): ClientRequest {
+    if (!this.https) {
+      const module: typeof Https = process.getBuiltinModule('node:https');
+      this.https = { module, agent: new module.Agent(POOL) };
+    }
+    return this.https.module.request({ ...options, agent: this.https.agent });
+  }
+
+  close(): void {
+    this.https?.agent.destroy();
+  }
+}
+
+interface UpgradeProxy {
+  ws(req: IncomingMessage, socket: Duplex, head: Buffer, options: { target: string }, cb: () => void): void;
+  close(): void;
+}
+
+/** http-proxy-3 for WebSocket upgrades, imported on first use: most shares never see one. */
+async function loadUpgradeProxy(): Promise<UpgradeProxy> {
+  const { createProxyServer } = await import('http-proxy-3');
+  const proxy = createProxyServer({ xfwd: false, changeOrigin: true });
+  proxy.on('error', () => {
+    // Errors are handled per upgrade through its callback; this keeps an unexpected one from crashing the process.
+  });
+  return proxy;
+}
+
+/** A request with a body to stream on (Node's parser has settled Content-Length against Transfer-Encoding). */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/** The backend's headers less the hop-by-hop ones, its Host the target's. */
+function requestHeaders(headers: BackendHeaders, host: string): BackendHeaders {
+  const out: BackendHeaders = ['host', host];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (name !== 'host' && !HOP_BY_HOP_REQUEST.has(name)) out.push(name, headers[i + 1] as string);
+  }
+  return out;
+}
+
+/** The backend's headers as a flat [name, value, …] list (its spelling kept), hop-by-hop ones left out. */
+function responseHeaders(raw: readonly string[], setCookie: string | undefined): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (!HOP_BY_HOP_RESPONSE.has(name.toLowerCase())) out.push(name, raw[i + 1] as string);
+  }
+  if (setCookie) out.push('set-cookie', setCookie);
+  return out;
+}
+
+/** The target's own path prefix (a share may point at `http://host/app/`) joined with the request's. */
+function joinPath(prefix: string, path: string): string {
+  if (prefix === '/' || prefix === '') return path;
+  return `${prefix.replace(/\/$/, '')}/${path.replace(/^\//, '')}`;
+}
+
+/** For the paths that pass `req` itself on (WebSocket upgrades, tunnelled shares): its headers replaced by the backend's. */
+export function applyBackendHeaders(req: IncomingMessage, headers: BackendHeaders): void {
+  const target = req.headers;
+  for (const name of Object.keys(target)) delete target[name];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    const value = headers[i + 1] as string;
+    const earlier = target[name];
+    target[name] = earlier === undefined ? value : [...(Array.isArray(earlier) ? earlier : [earlier]), value];
+  }
+}
