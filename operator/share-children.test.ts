@@ -128,18 +128,17 @@ describe('desiredShareChildren', () => {
     expect(desiredShareChildren(s, valid(s), opts).ingress?.metadata.annotations).toBeUndefined();
   });
 
-  it('puts the OAuth sidecar in front and writes its config from the installation', () => {
+  it('runs the OAuth sidecar alone for a proxy share, proxying to the target, with its config from the installation', () => {
     const s = share('sec', {
       backendMode: 'proxy',
-      target: 'http://app',
+      target: 'https://app.team.svc:8443/base/',
       token: 'sec',
       oauth: { provider: 'google', emailAddressPatterns: ['*@x.io'] },
     });
     const c = desiredShareChildren(s, valid(s), opts);
     const containers = (c.deployment.spec as { template: { spec: { containers: { name: string; args: string[] }[] } } })
       .template.spec.containers;
-    expect(containers.map((x) => x.name)).toEqual(['agent', 'frontend']);
-    expect(containers[0]?.args.slice(-4)).toEqual(['--listen', '127.0.0.1:9000', '--identity-headers', 'pass']);
+    expect(containers.map((x) => x.name)).toEqual(['frontend']);
     expect(c.service.spec).toMatchObject({ ports: [{ port: 80, targetPort: 8080 }] });
     const config = parseYaml(
       Buffer.from((c.secret?.data as Record<string, string>)['config.yaml'] ?? '', 'base64').toString(),
@@ -149,7 +148,7 @@ describe('desiredShareChildren', () => {
       shares: [
         {
           token: 'sec',
-          target: 'http://127.0.0.1:9000',
+          target: 'https://app.team.svc:8443/base/',
           oauth_provider: 'google',
           oauth_email_address_patterns: ['*@x.io'],
           oauth_check_interval: '3h',
@@ -157,6 +156,35 @@ describe('desiredShareChildren', () => {
       ],
       metrics_address: '0.0.0.0:9090',
     });
+  });
+
+  it('puts the OAuth sidecar in front of the agent for a web share, the files served on loopback', () => {
+    const s = share('docs', {
+      backendMode: 'web',
+      target: '/srv/share/site',
+      webVolume: { configMap: 'site' },
+      oauth: { provider: 'google' },
+    });
+    const c = desiredShareChildren(s, valid(s), opts);
+    const containers = (c.deployment.spec as { template: { spec: { containers: { name: string; args: string[] }[] } } })
+      .template.spec.containers;
+    expect(containers.map((x) => x.name)).toEqual(['agent', 'frontend']);
+    expect(containers[0]?.args).toEqual([
+      'agent',
+      'backend',
+      '--backend-mode',
+      'web',
+      '--target',
+      '/srv/share/site',
+      '--listen',
+      '127.0.0.1:9000',
+      '--identity-headers',
+      'pass',
+    ]);
+    const config = parseYaml(
+      Buffer.from((c.secret?.data as Record<string, string>)['config.yaml'] ?? '', 'base64').toString(),
+    ) as { shares: { target: string }[] };
+    expect(config.shares.map((x) => x.target)).toEqual(['http://127.0.0.1:9000']);
   });
 
   it('mounts the web volume read-only for a web share and skips the Ingress for a private one', () => {

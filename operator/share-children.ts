@@ -129,12 +129,13 @@ function volumeTargetProblem(target: string): { message: string; code: ProblemCo
 
 /**
  * The OAuth sidecar's config file: the installation's `oauth:` section (listening on the pod's
- * frontend port) and this one share, proxied to the agent on loopback.
+ * frontend port) and this one share, proxied to the target itself (a `proxy` share) or to the
+ * agent's file server on loopback (a `web` share).
  */
 function sidecarConfig(share: ValidShare, installation: Installation): Record<string, unknown> {
   return {
     oauth: { ...installation.section, bind_address: `0.0.0.0:${FRONTEND_PORT}` },
-    shares: [shareEntry(share, `http://127.0.0.1:${AGENT_PORT}`)],
+    shares: [shareEntry(share, share.backendMode === 'proxy' ? share.target : `http://127.0.0.1:${AGENT_PORT}`)],
     metrics_address: `0.0.0.0:${FRONTEND_METRICS_PORT}`,
   };
 }
@@ -217,7 +218,10 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
     agent.ports = [{ name: 'http', containerPort: AGENT_PORT, protocol: 'TCP' }];
     agent.readinessProbe = { tcpSocket: { port: AGENT_PORT }, periodSeconds: 10 };
   }
-  const containers: Record<string, unknown>[] = [agent];
+  // An OAuth `proxy` share needs no agent container: the sidecar proxies to the target through the
+  // same pipe the agent would, and a second hop cost 2.3 times the CPU per request and a second
+  // process's memory (docs/operator.md, "Share children"; docs/benchmarks.md, "Share pods").
+  const containers: Record<string, unknown>[] = oauth && share.backendMode === 'proxy' ? [] : [agent];
   if (oauth) {
     volumes.push({ name: 'frontend-config', secret: { secretName: frontendSecretName(share.name) } });
     containers.push({

@@ -126,9 +126,8 @@ describe('operator: Share on a real API server', () => {
     });
 
     const deployment = await api(cp, paths.deployment('svc-share-secure'));
-    expect(container(deployment, 'agent')?.args).toEqual(
-      expect.arrayContaining(['--listen', '127.0.0.1:9000', '--identity-headers', 'pass']),
-    );
+    // A proxy share behind OAuth: the sidecar alone, proxying to the target itself.
+    expect(container(deployment, 'agent')).toBeUndefined();
     expect(container(deployment, 'frontend')?.args).toEqual(['frontend', '--config', '/etc/svc/frontend/config.yaml']);
     expect(container(deployment, 'frontend')?.volumeMounts).toContainEqual(
       expect.objectContaining({ name: 'frontend-config', mountPath: '/etc/svc/frontend' }),
@@ -148,7 +147,7 @@ describe('operator: Share on a real API server', () => {
     expect(config.shares).toEqual([
       {
         token: 'secure-docs',
-        target: 'http://127.0.0.1:9000',
+        target: 'http://internal.default.svc',
         oauth_provider: 'dev',
         oauth_email_address_patterns: ['*@example.com'],
         oauth_check_interval: '30m',
@@ -189,9 +188,14 @@ describe('operator: Share on a real API server', () => {
 
     await mergePatch(cp, paths.share('changing'), { spec: { target: 'http://two.default.svc:81' } });
     await readyShare(cp, 'changing', 2);
-    expect(container(await api(cp, paths.deployment('svc-share-changing')), 'agent')?.args).toContain(
-      'http://two.default.svc:81',
-    );
+    const sidecarTargets = async (): Promise<string[] | undefined> => {
+      const secret = await getOrNone(cp, paths.secret('svc-share-changing-frontend'));
+      if (!secret) return undefined;
+      return (parseYaml(decodeSecret(secret, 'config.yaml')) as { shares: { target: string }[] }).shares.map(
+        (x) => x.target,
+      );
+    };
+    expect(await sidecarTargets()).toEqual(['http://two.default.svc:81']);
 
     await mergePatch(cp, paths.share('changing'), { spec: { oauth: null } });
     await readyShare(cp, 'changing', 3);

@@ -255,7 +255,7 @@ describe('svc on a real one-node cluster', () => {
     }
   }, 600_000);
 
-  it('an OAuth Share runs as agent + sidecar pod; its backend is a pod in another namespace reached by DNS name; Chromium logs in', async () => {
+  it('an OAuth Share runs as a sidecar-only pod; its backend is a pod in another namespace reached by DNS name; Chromium logs in', async () => {
     await apply({
       apiVersion: 'apps/v1',
       kind: 'Deployment',
@@ -296,7 +296,7 @@ describe('svc on a real one-node cluster', () => {
     });
     await readyPods(kc(), BACKENDS, 'app=echo');
     const [sharePod] = await readyPods(kc(), TEAM, 'svc.dev/share=live');
-    expect(sharePod!.spec.containers.map((c) => c.name).sort()).toEqual(['agent', 'frontend']);
+    expect(sharePod!.spec.containers.map((c) => c.name)).toEqual(['frontend']);
 
     // Through the share's Service (cluster DNS + kube-proxy): no session yet → the login redirect.
     const viaService = await fetchInCluster(`http://svc-share-live.${TEAM}.svc.cluster.local/`, {
