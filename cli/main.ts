@@ -36,6 +36,29 @@ export const COMMAND_OWNERS: Readonly<Record<string, keyof typeof REGISTRARS>> =
   disable: 'controller',
 };
 
+/**
+ * Subcommands of a command several files add to, each registered by exactly one file: `svc agent
+ * backend` (the agent container of every share pod without OAuth) loads only its own file, not the
+ * controller's, operator's and frontend's with what they import. `svc agent` alone, or help, loads them all.
+ */
+export const SUBCOMMAND_OWNERS: Readonly<Record<string, Readonly<Record<string, keyof typeof REGISTRARS>>>> = {
+  agent: {
+    backend: 'localAgent',
+    share: 'localAgent',
+    enroll: 'controller',
+    unenroll: 'controller',
+    environment: 'environmentAgent',
+  },
+};
+
+/** The one registrar that owns the command line's command, or undefined when it takes all of them. */
+function ownerOf(argv: readonly string[]): keyof typeof REGISTRARS | undefined {
+  const [first = '', second = ''] = argv;
+  if (Object.hasOwn(COMMAND_OWNERS, first)) return COMMAND_OWNERS[first];
+  const byName = Object.hasOwn(SUBCOMMAND_OWNERS, first) ? SUBCOMMAND_OWNERS[first] : undefined;
+  return byName && Object.hasOwn(byName, second) ? byName[second] : undefined;
+}
+
 /** Builds the program and maps failures to exit codes: 0 success, 1 failure, 2 usage error. */
 async function buildProgram(argv: readonly string[]): Promise<Command> {
   const program = new Command('svc')
@@ -43,7 +66,7 @@ async function buildProgram(argv: readonly string[]): Promise<Command> {
     .exitOverride()
     .showHelpAfterError('(run svc --help for usage)')
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
-  const owner = Object.hasOwn(COMMAND_OWNERS, argv[0] ?? '') ? COMMAND_OWNERS[argv[0] as string] : undefined;
+  const owner = ownerOf(argv);
   const needed = owner ? [REGISTRARS[owner]] : Object.values(REGISTRARS);
   for (const register of await Promise.all(needed.map((load) => load()))) register(program);
   return program;

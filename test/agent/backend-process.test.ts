@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, svc, tempDir } from '../serve/harness.ts';
@@ -15,10 +15,15 @@ afterAll(async () => {
   await backend.close();
 });
 
-async function runBackend(args: string[]): Promise<{ port: number; stop(): Promise<number | null> }> {
-  const child = spawn(join(ROOT, 'node_modules/.bin/node'), [join(ROOT, 'bin/svc.js'), 'agent', 'backend', ...args], {
+async function runBackend(
+  args: string[],
+  options: { execArgv?: string[]; env?: Record<string, string> } = {},
+): Promise<{ port: number; stop(): Promise<number | null> }> {
+  const node = join(ROOT, 'node_modules/.bin/node');
+  const svcArgs = [...(options.execArgv ?? []), join(ROOT, 'bin/svc.js'), 'agent', 'backend', ...args];
+  const child = spawn(node, svcArgs, {
     cwd: ROOT,
-    env: { ...process.env, SVC_LOG_LEVEL: 'info' },
+    env: { ...process.env, SVC_LOG_LEVEL: 'info', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
@@ -41,6 +46,23 @@ async function runBackend(args: string[]): Promise<{ port: number; stop(): Promi
 }
 
 describe('svc agent backend', () => {
+  it('proxies over keep-alive connections without loading http-proxy-3 and what it brings (node:http2, follow-redirects)', async () => {
+    const report = join(tempDir('svc-agent-loaded-'), 'loaded.json');
+    const running = await runBackend(['--backend-mode', 'proxy', '--target', backend.url, '--listen', '127.0.0.1:0'], {
+      execArgv: ['--import', join(ROOT, 'test/support/report-loaded-modules.ts')],
+      env: { SVC_TEST_LOADED_MODULES: report },
+    });
+    try {
+      expect((await request(running.port, '/')).status).toBe(200);
+    } finally {
+      expect(await running.stop()).toBe(0);
+    }
+    const loaded = JSON.parse(readFileSync(report, 'utf8')) as { builtins: string[]; packages: string[] };
+    expect(loaded.packages).toContain('pino');
+    expect(loaded.packages.filter((p) => ['http-proxy-3', 'follow-redirects'].includes(p))).toEqual([]);
+    expect(loaded.builtins.filter((m) => ['http2', 'tls', 'https'].includes(m))).toEqual([]);
+  });
+
   it('proxies every path (health paths included) to the target and strips identity look-alikes', async () => {
     const running = await runBackend(['--backend-mode', 'proxy', '--target', backend.url, '--listen', '127.0.0.1:0']);
     try {
