@@ -1,4 +1,5 @@
-import { createLocalJWKSet, jwtVerify, errors, type JWTPayload, type JWTVerifyGetKey, type KeyObject } from 'jose';
+import type * as Jose from 'jose';
+import type { JWTPayload, JWTVerifyGetKey, KeyObject } from 'jose';
 import { errorText } from '../../lib/errors.ts';
 import { providerRequest } from './http.ts';
 import type { IssuerMetadata } from './oidc-discovery.ts';
@@ -8,6 +9,15 @@ import { ProviderError } from './types.ts';
 const CLOCK_TOLERANCE_SECONDS = 30;
 /** A key set is fetched again for an unknown `kid` (key rotation), at most this often. */
 const JWKS_REFETCH_AFTER_MS = 60_000;
+
+/**
+ * jose, imported when the first ID token is verified. A share's sidecar in Kubernetes never takes
+ * a login callback (the installation's auth endpoint does) and verifies an ID token only when it
+ * refreshes a session, so most never load it: jose and Node's WebCrypto with it were 11 MiB of RSS
+ * in a bare process (docs/benchmarks.md, round 7).
+ */
+let jose: Promise<typeof Jose> | undefined;
+const loadJose = (): Promise<typeof Jose> => (jose ??= import('jose'));
 
 export interface IdTokenClaims extends JWTPayload {
   readonly sub: string;
@@ -40,7 +50,7 @@ export function idTokenVerifier(provider: string, metadata: IssuerMetadata, clie
     });
     if (response.status !== 200) throw new ProviderError(provider, `${what} failed: HTTP ${response.status}`);
     try {
-      keys = { getKey: createLocalJWKSet(response.json as never), fetchedAt: Date.now() };
+      keys = { getKey: (await loadJose()).createLocalJWKSet(response.json as never), fetchedAt: Date.now() };
     } catch (err) {
       throw new ProviderError(provider, `${what} failed: ${errorText(err)}`, err);
     }
@@ -48,6 +58,7 @@ export function idTokenVerifier(provider: string, metadata: IssuerMetadata, clie
   };
 
   const verifyWith = async (idToken: string, getKey: JWTVerifyGetKey) => {
+    const { jwtVerify, errors } = await loadJose();
     const options = {
       issuer: metadata.issuer,
       audience: clientId,
@@ -73,6 +84,7 @@ export function idTokenVerifier(provider: string, metadata: IssuerMetadata, clie
 
   return {
     async verify(idToken, expectedNonce) {
+      const { errors } = await loadJose();
       let payload: JWTPayload;
       try {
         let current = keys ?? (await fetchKeys());

@@ -6,6 +6,7 @@ import { parse } from 'yaml';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { openSharesConfig, spawnFrontend } from '../support/frontend-process.ts';
 import { cookiesFrom, get } from '../support/http.ts';
+import { mintSessionCookie } from '../support/session.ts';
 import { startTestIssuer, TEST_CLIENT_ID, TEST_CLIENT_SECRET, type TestIssuer } from '../support/test-issuer.ts';
 
 interface Loaded {
@@ -126,9 +127,56 @@ describe('an oidc frontend configured as the operator does it logs in without lo
     expect(issuer.requests).toEqual({ jwks: 1, token: 1 });
   });
 
-  it('loaded neither undici nor node:tls, node:http2 or node:zlib, nor a YAML parser', () => {
+  it('loaded neither undici nor node:tls, node:http2 or node:zlib, nor a YAML parser; jose for the ID token', () => {
+    expect(loaded.packages).toContain('jose');
     expect(loaded.undici).toBe(false);
     expect(loaded.packages).not.toContain('yaml');
     expect(loaded.builtins.filter((m) => ['tls', 'http2', 'zlib', 'https'].includes(m))).toEqual([]);
+  });
+});
+
+/**
+ * A share's sidecar in Kubernetes never takes a login callback: the installation's auth endpoint
+ * does, with the same keys, and the sidecar only opens the session cookie. It then never loads jose
+ * (and Node's WebCrypto with it), which it needs only to verify an ID token.
+ */
+describe('an oidc share sidecar serving a session made by the auth endpoint', () => {
+  let backend: EchoBackend;
+  let issuer: TestIssuer;
+  let loaded: Loaded;
+  let served: number;
+  const dir = mkdtempSync(join(tmpdir(), 'svc-loaded-sidecar-'));
+
+  beforeAll(async () => {
+    [backend, issuer] = await Promise.all([startEchoBackend(), startTestIssuer()]);
+    const config = parse(openSharesConfig([], backend.url)) as { oauth: Record<string, unknown> };
+    config.oauth.providers = [
+      {
+        name: 'corp',
+        type: 'oidc',
+        issuer: issuer.issuer,
+        client_id: TEST_CLIENT_ID,
+        client_secret: TEST_CLIENT_SECRET,
+        scopes: ['openid', 'email'],
+        supports_pkce: true,
+      },
+    ];
+    const shares = [{ token: 'one', target: backend.url.href, oauth_provider: 'corp' }];
+    const file = join(dir, 'frontend.json');
+    writeFileSync(file, JSON.stringify({ ...config, shares }, null, 2));
+    const keys = { signing: config.oauth.signing_key as string, encryption: config.oauth.encryption_key as string };
+    loaded = await loadedWhile(file, async (port) => {
+      const cookie = mintSessionCookie({ share: 'one', provider: 'corp' }, keys);
+      served = (await get(port, 'one.svc.localhost:8080', '/', { headers: { cookie } })).status;
+    });
+  });
+  afterAll(async () => {
+    await Promise.all([backend?.close(), issuer?.close()]);
+  });
+
+  it('serves the visitor without loading jose', () => {
+    expect(served).toBe(200);
+    expect(issuer.requests).toEqual({ jwks: 0, token: 0 });
+    expect(loaded.packages).not.toContain('jose');
   });
 });
