@@ -9,7 +9,9 @@
  * - share without OAuth: `svc agent backend --identity-headers strip` → the app;
  * - the app directly (the reference).
  *
- * wrk loads each in turn, round after round (a logged-in session for the OAuth pods). CPU per
+ * wrk loads each in turn, round after round. The OAuth pods' visitor logged in once through the
+ * installation's auth endpoint, a frontend of its own outside the pods, as in Kubernetes (a share's
+ * sidecar never takes a login callback); the sidecars only open its session cookie. CPU per
  * request is the sum over the pod's processes; peak RSS the sum of their peaks. With `--pin yes`
  * (default) every pod process runs on the last core, wrk and the app on the others, so a pod is
  * measured as if limited to one core. Writes docs/benchmarks/share-pod.md and prints it.
@@ -21,7 +23,7 @@ import { mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DOMAIN, frontendLogin, startDevIdp, startFrontendProcess } from './lib/frontend-process.ts';
+import { benchInstallation, DOMAIN, frontendLogin, startDevIdp, startFrontendProcess } from './lib/frontend-process.ts';
 import type { FixedBackend } from './lib/fixed-backend.ts';
 import { imageEnvironment, imageNodeFlags, warmCompileCache } from './lib/image.ts';
 import { intArg } from './lib/load-args.ts';
@@ -115,27 +117,38 @@ async function main(): Promise<void> {
       startDevIdp(),
     ]);
     const appUrl = new URL(app.ready.url);
-    const oauthPod = async (target: URL, label: string) => {
-      const port = await freePort();
+    // As in Kubernetes, the installation's auth endpoint (a frontend outside the share pods) takes
+    // the logins; the pods' sidecars only open the session cookie it sets.
+    const installation = benchInstallation(await freePort());
+    const frontendIn = async (label: string, port: number, target: URL) => {
+      const sub = join(dir, label);
+      mkdirSync(sub);
       const { frontend } = await startFrontendProcess({
         root: ROOT,
-        dir: mkdirSync(join(dir, label), { recursive: true }) ?? join(dir, label),
+        dir: sub,
         port,
         backend: target,
         idp: idp.ready,
         memoryLimits,
+        installation,
       });
-      const share = new URL(`http://login.${DOMAIN}:${port}/`);
-      const cookie = await frontendLogin(share, idp.ready.issuer);
+      return frontend.pid;
+    };
+    await frontendIn('auth', installation.authPort, appUrl);
+    const oauthPod = async (target: URL, label: string) => {
+      const port = await freePort();
       return {
-        pid: frontend.pid,
+        pid: await frontendIn(label, port, target),
         url: `http://127.0.0.1:${port}/`,
-        headers: [`Host: ${share.host}`, `Cookie: ${cookie}`],
+        host: `login.${DOMAIN}:${port}`,
       };
     };
     const passing = await startAgentBackend(appUrl.href, 'pass', memoryLimits);
     const stripping = await startAgentBackend(appUrl.href, 'strip', memoryLimits);
-    const [oneContainer, twoContainers] = [await oauthPod(appUrl, 'one'), await oauthPod(new URL(passing.url), 'two')];
+    const [podOne, podTwo] = [await oauthPod(appUrl, 'one'), await oauthPod(new URL(passing.url), 'two')];
+    const cookie = await frontendLogin(new URL(`http://${podOne.host}/`), idp.ready.issuer);
+    const oneContainer = { ...podOne, headers: [`Host: ${podOne.host}`, `Cookie: ${cookie}`] };
+    const twoContainers = { ...podTwo, headers: [`Host: ${podTwo.host}`, `Cookie: ${cookie}`] };
     const contenders: Contender[] = [
       { name: 'the app directly', url: appUrl.href, headers: [], pids: [], runs: [] },
       {

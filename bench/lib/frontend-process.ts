@@ -59,22 +59,45 @@ export interface FrontendProcessOptions {
   readonly variant?: RuntimeVariant;
   /** Where the process gets its own memory cgroup (`--memory-limit`). */
   readonly memoryLimits: MemoryLimits;
+  /**
+   * The installation this frontend belongs to, as in Kubernetes: its keys and the port of the auth
+   * endpoint (another frontend) that takes the logins. Absent: a frontend of its own, which takes
+   * its logins itself (fresh keys, `endpoint_url` on its own port).
+   */
+  readonly installation?: BenchInstallation;
+}
+
+/** What the frontends of one installation share (bench:share-pod). */
+export interface BenchInstallation {
+  readonly authPort: number;
+  readonly signingKey: string;
+  readonly encryptionKey: string;
+}
+
+/** Fresh keys and the auth endpoint's port for a set of frontends that accept each other's sessions. */
+export function benchInstallation(authPort: number): BenchInstallation {
+  return {
+    authPort,
+    signingKey: randomBytes(32).toString('base64url'),
+    encryptionKey: randomBytes(24).toString('base64url'),
+  };
 }
 
 export async function startFrontendProcess(
   options: FrontendProcessOptions,
 ): Promise<{ frontend: BenchProcess<true>; startup: Startup }> {
   const { root, dir, port, metricsPort, backend, idp, workers, variant, memoryLimits } = options;
+  const installation = options.installation ?? benchInstallation(port);
   const config = {
     oauth: {
       bind_address: `127.0.0.1:${port}`,
-      endpoint_url: `http://auth.${DOMAIN}:${port}`,
+      endpoint_url: `http://auth.${DOMAIN}:${installation.authPort}`,
       cookie_name: 'svc-bench',
       cookie_domain: DOMAIN,
       session_lifetime: '6h',
       intermediate_lifetime: '5m',
-      signing_key: randomBytes(32).toString('base64url'),
-      encryption_key: randomBytes(24).toString('base64url'),
+      signing_key: installation.signingKey,
+      encryption_key: installation.encryptionKey,
       providers: [
         {
           name: 'dev',
