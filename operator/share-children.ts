@@ -219,7 +219,7 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
     agent.readinessProbe = { tcpSocket: { port: AGENT_PORT }, periodSeconds: 10 };
   }
   // An OAuth `proxy` share needs no agent container: the sidecar proxies to the target through the
-  // same pipe the agent would, and a second hop cost 2.3 times the CPU per request and a second
+  // same pipe the agent would, and a second hop cost about twice the CPU per request and a second
   // process's memory (docs/operator.md, "Share children"; docs/benchmarks.md, "Share pods").
   const containers: Record<string, unknown>[] = oauth && share.backendMode === 'proxy' ? [] : [agent];
   if (oauth) {
