@@ -3,14 +3,15 @@ import type * as Https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { BackendIdleWatch } from './backend-idle.ts';
 import { Agent, request } from './node-http.ts';
+import { pipeUpgrade } from './upgrade-pipe.ts';
 
 /**
  * The request pipe to a share backend, shared by the OAuth frontend and the agent's proxy backend:
  * the request streamed on over keep-alive connections (a pool per scheme, TLS verified for
  * `https://` targets), hop-by-hop headers dropped both ways, the backend timeout kept by one sweep
  * (backend-idle.ts). HTTP requests go through a bare `http.request` pipe (measured faster and
- * lighter than http-proxy-3, see docs/benchmarks.md); WebSocket upgrades still use http-proxy-3,
- * loaded on the first upgrade only (see docs/design.md). Callers prepare the headers (`BackendHeaders`).
+ * lighter than http-proxy-3, see docs/benchmarks.md); WebSocket upgrades get a connection of their
+ * own (upgrade-pipe.ts). Callers prepare the headers (`BackendHeaders`).
  */
 export interface BackendPipe {
   /** `setCookie` (a refreshed session) is added to the backend's response without replacing the backend's own. */
@@ -58,7 +59,6 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
   const agent = new Agent(POOL);
   const tls = new TlsTransport();
   const idle = new BackendIdleWatch(backendTimeoutMs);
-  let upgrades: Promise<UpgradeProxy> | undefined;
   return {
     web(req, res, target, headers, onError, setCookie) {
       const t0 = process.hrtime.bigint();
@@ -105,14 +105,16 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
       } else upstream.end();
     },
     ws(req, socket, head, target) {
-      upgrades ??= loadUpgradeProxy();
-      void upgrades.then(
-        (proxy) => proxy.ws(req, socket, head, { target: target.href }, () => socket.destroy()),
-        () => socket.destroy(),
-      );
+      pipeUpgrade(req, socket, head, {
+        host: upstreamHost(target),
+        port: upstreamPort(target),
+        path: joinPath(target.pathname, req.url ?? '/'),
+        secure: target.protocol === 'https:',
+        hostHeader: target.host,
+        timeoutMs: backendTimeoutMs,
+      });
     },
     close() {
-      void upgrades?.then((proxy) => proxy.close()).catch(() => undefined);
       idle.close();
       agent.destroy();
       tls.close();
@@ -152,21 +154,6 @@ class TlsTransport {
   close(): void {
     this.https?.agent.destroy();
   }
-}
-
-interface UpgradeProxy {
-  ws(req: IncomingMessage, socket: Duplex, head: Buffer, options: { target: string }, cb: () => void): void;
-  close(): void;
-}
-
-/** http-proxy-3 for WebSocket upgrades, imported on first use: most shares never see one. */
-async function loadUpgradeProxy(): Promise<UpgradeProxy> {
-  const { createProxyServer } = await import('http-proxy-3');
-  const proxy = createProxyServer({ xfwd: false, changeOrigin: true });
-  proxy.on('error', () => {
-    // Errors are handled per upgrade through its callback; this keeps an unexpected one from crashing the process.
-  });
-  return proxy;
 }
 
 /** A request with a body to stream on (Node's parser has settled Content-Length against Transfer-Encoding). */

@@ -1,0 +1,99 @@
+import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
+import type * as Https from 'node:https';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { request } from './node-http.ts';
+
+/** What an upgrade is sent with: where, the prepared headers (Host is set here), and how long the backend may take to answer. */
+export interface UpgradeTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly path: string;
+  readonly secure: boolean;
+  /** The target's `host[:port]`, the Host header the backend gets. */
+  readonly hostHeader: string;
+  readonly timeoutMs: number;
+}
+
+/**
+ * A WebSocket (or any HTTP/1.1 `Upgrade`) request passed on to the backend on a connection of its
+ * own. When the backend switches protocols, its 101 goes back to the visitor and the two sockets
+ * are joined both ways until either side closes; when it answers anything else, that answer goes
+ * back and the visitor's connection is closed after it (its framing rewritten: a chunked body
+ * arrives here decoded). A backend that does not answer within `timeoutMs`, or fails, closes the
+ * visitor's socket. `req.headers` are the prepared backend headers (Connection and Upgrade kept).
+ */
+export function pipeUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: UpgradeTarget): void {
+  const headers: string[] = ['host', target.hostHeader];
+  for (const name in req.headers) {
+    const value = req.headers[name];
+    if (name === 'host' || value === undefined) continue;
+    if (typeof value === 'string') headers.push(name, value);
+    else for (const each of value) headers.push(name, each);
+  }
+  const options: RequestOptions = {
+    agent: false,
+    host: target.host,
+    port: target.port,
+    method: req.method,
+    path: target.path,
+    headers,
+  };
+  const upstream: ClientRequest = target.secure ? httpsRequest()(options) : request(options);
+  upstream.setTimeout(target.timeoutMs, () => upstream.destroy());
+  upstream.on('error', () => socket.destroy());
+  // A visitor who goes away (or fails) before the switch ends the backend request too.
+  socket.on('error', () => upstream.destroy());
+  socket.on('close', () => upstream.destroy());
+  upstream.on('response', (res) => {
+    socket.write(statusBlock(res, 'Connection', 'close'));
+    res.pipe(socket);
+  });
+  upstream.on('upgrade', (res, backend: Socket, backendHead: Buffer) => {
+    prepare(backend);
+    prepare(socket);
+    // Either side closing closes the other: `pipe` ends the other side only on a clean end, and a
+    // destroyed socket (an error, a listener shut down) would leave its peer open.
+    backend.on('close', () => socket.destroy());
+    socket.on('close', () => backend.destroy());
+    backend.on('error', () => socket.destroy());
+    socket.write(statusBlock(res));
+    if (backendHead.length > 0) socket.write(backendHead);
+    if (head.length > 0) backend.write(head);
+    backend.pipe(socket).pipe(backend);
+  });
+  upstream.end();
+}
+
+/** No timeout once joined (a quiet WebSocket stays open), no Nagle delay, TCP keep-alive probes. */
+function prepare(stream: Duplex): void {
+  const socket = stream as Partial<Socket>;
+  socket.setTimeout?.(0);
+  socket.setNoDelay?.(true);
+  socket.setKeepAlive?.(true, 0);
+}
+
+/**
+ * The backend's status line and headers as bytes for the visitor's socket, its own spelling kept.
+ * With `extra` (an answer that is not a switch), Transfer-Encoding and the connection's own headers
+ * are left out, as the body is relayed decoded and the connection closed after it, and `extra` added.
+ */
+function statusBlock(res: IncomingMessage, ...extra: string[]): string {
+  const lines = [`HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}`];
+  const raw = res.rawHeaders;
+  const framing = extra.length > 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const lower = name.toLowerCase();
+    if (framing && (lower === 'transfer-encoding' || lower === 'connection' || lower === 'keep-alive')) continue;
+    lines.push(`${name}: ${raw[i + 1] as string}`);
+  }
+  for (let i = 0; i < extra.length; i += 2) lines.push(`${extra[i] as string}: ${extra[i + 1] as string}`);
+  return `${lines.join('\r\n')}\r\n\r\n`;
+}
+
+/** node:https's request, loaded on the first upgrade to a `wss://`/`https://` backend only. */
+function httpsRequest(): typeof Https.request {
+  const https: typeof Https = process.getBuiltinModule('node:https');
+  return https.request;
+}
