@@ -23,7 +23,8 @@ export interface BackendPipe {
     onError: (err: Error) => void,
     setCookie?: string,
   ): void;
-  ws(req: IncomingMessage, socket: Duplex, head: Buffer, target: URL): void;
+  /** `headers` as for `web`; Connection and Upgrade are kept, as the backend must see them. */
+  ws(req: IncomingMessage, socket: Duplex, head: Buffer, target: URL, headers: BackendHeaders): void;
   close(): void;
 }
 
@@ -68,7 +69,7 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
         port: upstreamPort(target),
         method: req.method,
         path: joinPath(target.pathname, req.url ?? '/'),
-        headers: requestHeaders(headers, target.host),
+        headers: requestHeaders(headers, target.host, HOP_BY_HOP_REQUEST),
       };
       const upstream = target.protocol === 'https:' ? tls.request(sent) : request(sent);
       const watched = idle.add(upstream);
@@ -104,13 +105,13 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
         req.pipe(upstream);
       } else upstream.end();
     },
-    ws(req, socket, head, target) {
+    ws(req, socket, head, target, headers) {
       pipeUpgrade(req, socket, head, {
         host: upstreamHost(target),
         port: upstreamPort(target),
         path: joinPath(target.pathname, req.url ?? '/'),
         secure: target.protocol === 'https:',
-        hostHeader: target.host,
+        headers: requestHeaders(headers, target.host, NONE),
         timeoutMs: backendTimeoutMs,
       });
     },
@@ -162,12 +163,15 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
-/** The backend's headers less the hop-by-hop ones, its Host the target's. */
-function requestHeaders(headers: BackendHeaders, host: string): BackendHeaders {
+/** Nothing dropped: an upgrade's Connection and Upgrade headers are what it asks the backend for. */
+const NONE: ReadonlySet<string> = new Set();
+
+/** The backend's headers less the `dropped` ones (hop-by-hop for a request), its Host the target's. */
+function requestHeaders(headers: BackendHeaders, host: string, dropped: ReadonlySet<string>): BackendHeaders {
   const out: BackendHeaders = ['host', host];
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
-    if (name !== 'host' && !HOP_BY_HOP_REQUEST.has(name)) out.push(name, headers[i + 1] as string);
+    if (name !== 'host' && !dropped.has(name)) out.push(name, headers[i + 1] as string);
   }
   return out;
 }

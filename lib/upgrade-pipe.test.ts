@@ -28,7 +28,7 @@ async function front(backendPort: number, timeoutMs = 5_000): Promise<number> {
       port: backendPort,
       path: `/base${req.url ?? '/'}`,
       secure: false,
-      hostHeader: `app.internal:${backendPort}`,
+      headers: ['host', `app.internal:${backendPort}`, 'connection', 'Upgrade', 'upgrade', 'echo'],
       timeoutMs,
     }),
   );

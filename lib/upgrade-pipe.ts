@@ -4,14 +4,14 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { request } from './node-http.ts';
 
-/** What an upgrade is sent with: where, the prepared headers (Host is set here), and how long the backend may take to answer. */
+/** What an upgrade is sent with: where, the backend's headers (Host the target's), and how long the backend may take to answer. */
 export interface UpgradeTarget {
   readonly host: string;
   readonly port: number;
   readonly path: string;
   readonly secure: boolean;
-  /** The target's `host[:port]`, the Host header the backend gets. */
-  readonly hostHeader: string;
+  /** Flat `[name, value, …]` list, Connection and Upgrade included. */
+  readonly headers: string[];
   readonly timeoutMs: number;
 }
 
@@ -21,23 +21,16 @@ export interface UpgradeTarget {
  * are joined both ways until either side closes; when it answers anything else, that answer goes
  * back and the visitor's connection is closed after it (its framing rewritten: a chunked body
  * arrives here decoded). A backend that does not answer within `timeoutMs`, or fails, closes the
- * visitor's socket. `req.headers` are the prepared backend headers (Connection and Upgrade kept).
+ * visitor's socket.
  */
 export function pipeUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: UpgradeTarget): void {
-  const headers: string[] = ['host', target.hostHeader];
-  for (const name in req.headers) {
-    const value = req.headers[name];
-    if (name === 'host' || value === undefined) continue;
-    if (typeof value === 'string') headers.push(name, value);
-    else for (const each of value) headers.push(name, each);
-  }
   const options: RequestOptions = {
     agent: false,
     host: target.host,
     port: target.port,
     method: req.method,
     path: target.path,
-    headers,
+    headers: target.headers,
   };
   const upstream: ClientRequest = target.secure ? httpsRequest()(options) : request(options);
   upstream.setTimeout(target.timeoutMs, () => upstream.destroy());

@@ -105,10 +105,13 @@ export function upgradeShare(
   if (!share) return rejectUpgrade(socket, 404);
   const session = share.oauth ? deps.auth?.sessionForUpgrade(req, share) : undefined;
   if (share.oauth && !session) return rejectUpgrade(socket, 401);
-  applyBackendHeaders(req, backendHeaders(req, deps.cookieName, session, deps.endpointUrl));
+  const headers = backendHeaders(req, deps.cookieName, session, deps.endpointUrl);
   deps.metrics.request('proxied');
-  if (share.target instanceof URL) deps.proxy.ws(req, socket, head, share.target);
-  else share.target.ws(req, socket, head);
+  if (share.target instanceof URL) deps.proxy.ws(req, socket, head, share.target, headers);
+  else {
+    applyBackendHeaders(req, headers);
+    share.target.ws(req, socket, head);
+  }
 }
 
 export function rejectUpgrade(socket: Duplex, status: 400 | 401 | 404 | 408 | 431): void {

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { BackendTimeout } from '../../lib/backend-idle.ts';
-import { applyBackendHeaders, createBackendPipe, pushHeader, type BackendHeaders } from '../../lib/http-pipe.ts';
+import { createBackendPipe, pushHeader, type BackendHeaders } from '../../lib/http-pipe.ts';
 import { connectionWithoutIdentity, isIdentityHeaderName } from '../../lib/identity-headers.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { BackendHandler, IdentityHeaderPolicy } from './types.ts';
@@ -40,8 +40,7 @@ export function proxyBackend(options: ProxyBackendOptions): BackendHandler {
       });
     },
     upgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
-      applyBackendHeaders(req, forwardedHeaders(req, strip));
-      pipe.ws(req, socket, head, target);
+      pipe.ws(req, socket, head, target, forwardedHeaders(req, strip));
     },
     close() {
       pipe.close();
