@@ -64,7 +64,7 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
       const share = await findShare(token);
       if (!share) throw unknownShare(token);
       await objects.remove(SHARES, share.metadata.name);
-      logger.info({ share: share.metadata.name, token }, 'environment agent: deleted Share');
+      logger.info({ share: share.metadata.name, shareToken: token }, 'environment agent: deleted Share');
     },
 
     async status(): Promise<AgentStatus> {
@@ -109,7 +109,7 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
       const access = (await objects.accesses()).find((a) => accessToken(a) === token);
       if (!access) throw unknownAccess(token);
       await objects.remove(ACCESSES, access.metadata.name);
-      logger.info({ access: access.metadata.name, token }, 'environment agent: deleted Access');
+      logger.info({ access: access.metadata.name, accessToken: token }, 'environment agent: deleted Access');
     },
 
     async healthcheck(args: RemoteHealthCheckArgs): Promise<HealthCheckResult> {

@@ -58,7 +58,10 @@ describe('svc agent backend', () => {
       expect(await running.stop()).toBe(0);
     }
     const loaded = JSON.parse(readFileSync(report, 'utf8')) as { builtins: string[]; packages: string[] };
-    expect(loaded.packages).toContain('pino');
+    expect(loaded.packages).toContain('commander');
+    // svc's own log writer: no pino, so no thread-stream and no node:worker_threads in a share pod.
+    expect(loaded.packages).not.toContain('thread-stream');
+    expect(loaded.builtins).not.toContain('worker_threads');
     expect(loaded.packages.filter((p) => ['http-proxy-3', 'follow-redirects'].includes(p))).toEqual([]);
     expect(loaded.builtins.filter((m) => ['http2', 'tls', 'https'].includes(m))).toEqual([]);
   });
