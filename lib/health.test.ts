@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { Counter, Registry } from 'prom-client';
+import { Counter, Registry } from './prometheus.ts';
 import { startHealthServer, type HealthServer } from './health.ts';
 
 describe('startHealthServer', () => {
@@ -17,7 +17,7 @@ describe('startHealthServer', () => {
   it('answers /healthz always, /readyz with the detail, /metrics from the registry, by exact path', async () => {
     let ready = false;
     const registry = new Registry();
-    new Counter({ name: 'probe_test_total', help: 'a counter', registers: [registry] }).inc(3);
+    registry.register(new Counter('probe_test_total', 'a counter', [])).inc(3);
     server = await startHealthServer(
       { host: '127.0.0.1', port: 0 },
       { registry, ready: () => ({ ok: ready, detail: ready ? 'ok: leading' : 'caches not synced' }) },

@@ -1,5 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { Registry } from 'prom-client';
+import type { Registry } from './prometheus.ts';
 import { closeServer, listen, portOf, type ListenAddress } from './listen.ts';
 import { createServer } from './node-http.ts';
 

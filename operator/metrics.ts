@@ -1,4 +1,3 @@
-import type { Counter } from 'prom-client';
 import { MetricSet } from '../lib/metrics.ts';
 
 const BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -25,13 +24,11 @@ export class OperatorMetrics extends MetricSet {
   }
 
   /** Sum of one counter's values whose labels match `labels` (for tests and the benchmark). */
-  async total(
-    counter: 'reconciles' | 'apiRequests' | 'watchRestarts',
-    labels: Record<string, string> = {},
-  ): Promise<number> {
-    const { values } = await (this[counter] as Counter<string>).get();
-    return values
-      .filter((v) => Object.entries(labels).every(([k, want]) => (v.labels as Record<string, unknown>)[k] === want))
-      .reduce((sum, v) => sum + v.value, 0);
+  total(counter: 'reconciles' | 'apiRequests' | 'watchRestarts', labels: Record<string, string> = {}): Promise<number> {
+    const values: { labels: Readonly<Record<string, string | number>>; value: number }[] = this[counter].values();
+    const sum = values
+      .filter((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want))
+      .reduce((n, v) => n + v.value, 0);
+    return Promise.resolve(sum);
   }
 }
