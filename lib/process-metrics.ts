@@ -36,7 +36,11 @@ export function registerProcessMetrics(registry: Registry, prefix: string): void
   };
   cpuCounter('process_cpu_user_seconds_total', 'Total user CPU time spent in seconds.', () => cpu.user, true);
   cpuCounter('process_cpu_system_seconds_total', 'Total system CPU time spent in seconds.', () => cpu.system);
-  cpuCounter('process_cpu_seconds_total', 'Total user and system CPU time spent in seconds.', () => cpu.user + cpu.system);
+  cpuCounter(
+    'process_cpu_seconds_total',
+    'Total user and system CPU time spent in seconds.',
+    () => cpu.user + cpu.system,
+  );
 
   const started = Math.floor(Date.now() / 1000 - process.uptime());
   gauge('process_start_time_seconds', 'Start time of the process since unix epoch in seconds.', (g) => g.set(started));
@@ -73,10 +77,8 @@ export function registerProcessMetrics(registry: Registry, prefix: string): void
       },
     ),
   );
-  gauge(
-    'nodejs_active_resources_total',
-    'Total number of active resources.',
-    (g) => g.set(process.getActiveResourcesInfo().length),
+  gauge('nodejs_active_resources_total', 'Total number of active resources.', (g) =>
+    g.set(process.getActiveResourcesInfo().length),
   );
 
   gauge('nodejs_heap_size_total_bytes', 'Process heap size from Node.js in bytes.', (g) =>
@@ -89,15 +91,28 @@ export function registerProcessMetrics(registry: Registry, prefix: string): void
     g.set(process.memoryUsage().external),
   );
 
-  const spaces = (name: string, help: string, read: (s: ReturnType<typeof getHeapSpaceStatistics>[number]) => number) => {
+  const spaces = (
+    name: string,
+    help: string,
+    read: (s: ReturnType<typeof getHeapSpaceStatistics>[number]) => number,
+  ) => {
     const g: Gauge<'space'> = registry.register(
       new Gauge(prefix + name, help, ['space'], () => {
-        for (const space of getHeapSpaceStatistics()) g.set({ space: space.space_name.replace(/_space$/, '') }, read(space));
+        for (const space of getHeapSpaceStatistics())
+          g.set({ space: space.space_name.replace(/_space$/, '') }, read(space));
       }),
     );
   };
-  spaces('nodejs_heap_space_size_total_bytes', 'Process heap space size total from Node.js in bytes.', (s) => s.space_size);
-  spaces('nodejs_heap_space_size_used_bytes', 'Process heap space size used from Node.js in bytes.', (s) => s.space_used_size);
+  spaces(
+    'nodejs_heap_space_size_total_bytes',
+    'Process heap space size total from Node.js in bytes.',
+    (s) => s.space_size,
+  );
+  spaces(
+    'nodejs_heap_space_size_used_bytes',
+    'Process heap space size used from Node.js in bytes.',
+    (s) => s.space_used_size,
+  );
   spaces(
     'nodejs_heap_space_size_available_bytes',
     'Process heap space size available from Node.js in bytes.',
