@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ConfigError } from './errors.ts';
 import { CENSOR, createLogger } from './logger.ts';
 
 function capture(): { stream: Writable; lines: () => Record<string, unknown>[]; raw: () => string } {
@@ -55,9 +56,12 @@ describe('createLogger', () => {
   });
 
   it('refuses an unknown level, naming it and where it came from', () => {
-    expect(() => createLogger('t', { level: 'loud' })).toThrow(/logger: unknown log level "loud"/);
+    expect(() => createLogger('t', { level: 'loud' })).toThrow(/level: unknown log level "loud"/);
     vi.stubEnv('SVC_LOG_LEVEL', 'verbose');
-    expect(() => createLogger('t')).toThrow(/SVC_LOG_LEVEL: unknown log level "verbose" \(one of trace, debug/);
+    expect(() => createLogger('t')).toThrow(ConfigError);
+    expect(() => createLogger('t')).toThrow(
+      /invalid configuration in the environment:\n {2}- SVC_LOG_LEVEL: unknown log level "verbose" \(one of trace, debug/,
+    );
   });
 
   it('censors secret-named fields at any depth and keeps the value out of the line', () => {

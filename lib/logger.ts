@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { ConfigError, problem } from './errors.ts';
 
 /**
  * Structured JSON logs, one object a line, in pino's line format (numeric `level`, `time` in ms,
@@ -52,9 +53,10 @@ function isLevelName(name: string): name is LevelName {
 }
 
 /** The level a logger is created with, checked: an unknown name is a configuration error, not "info". */
-export function levelName(name: string, source: string): LevelName {
+export function levelName(name: string, source: string, field: string): LevelName {
   if (isLevelName(name)) return name;
-  throw new Error(`${source}: unknown log level "${name}" (one of ${Object.keys(LEVELS).join(', ')})`);
+  const known = Object.keys(LEVELS).join(', ');
+  throw new ConfigError(source, [problem(field, `unknown log level "${name}" (one of ${known})`)]);
 }
 
 /** JSON.stringify's replacer: censors secret-named fields and writes errors as their type and message. */
@@ -72,8 +74,8 @@ export function createLogger(
   options: { level?: string; destination?: NodeJS.WritableStream } = {},
 ): Logger {
   const level = options.level
-    ? levelName(options.level, 'logger')
-    : levelName(process.env.SVC_LOG_LEVEL ?? 'info', 'SVC_LOG_LEVEL');
+    ? levelName(options.level, 'the logger options', 'level')
+    : levelName(process.env.SVC_LOG_LEVEL ?? 'info', 'the environment', 'SVC_LOG_LEVEL');
   const destination = options.destination ?? process.stderr;
   // The fixed part of every line, serialised once.
   const head = `,"time":`;
