@@ -33,10 +33,6 @@ COPY . .
 # then skip type stripping and its WebAssembly parser (about 17 MiB of RSS per process). The cache
 # is keyed by V8's flags, so it is filled with the entrypoint's.
 RUN node --no-maglev bin/warm-compile-cache.js
-# A share's sidecar container runs with V8 flags of its own (operator/pod.ts SIDECAR_NODE_FLAGS:
-# memory saver mode without its memory reducer, the young generation held at 2 MiB), so its cache
-# is filled with those too.
-RUN node --no-maglev --memory-saver-mode --no-memory-reducer --min-semi-space-size=2 bin/warm-compile-cache.js
 USER 1000:1000
 # --no-maglev: V8's mid-tier compiler took 14.5 MiB of a loaded frontend's peak RSS in a 256 MiB pod
 # (95.2 -> 80.7 MiB) at no measurable CPU per request (155 vs 154 us, same run; TurboFan still

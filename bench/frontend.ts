@@ -60,7 +60,7 @@ import {
   type Measured,
   type Target,
 } from './lib/measure.ts';
-import { imageEnvironment, imageNodeFlags, sidecarNodeFlags, warmCompileCache } from './lib/image.ts';
+import { imageEnvironment, imageNodeFlags, warmCompileCache } from './lib/image.ts';
 import { memoryLimitArg, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
@@ -511,7 +511,7 @@ function formatReport(
       .map(([k, v]) => `${k}=${v}`)
       .join(
         ' ',
-      )}), the image entrypoint's Node flags (${imageNodeFlags().join(' ') || 'none'}; the frontend with a share sidecar's: ${sidecarNodeFlags().join(' ')}) and ${s.memoryLimitMiB === undefined ? 'without a memory limit' : `each in its own memory cgroup of ${s.memoryLimitMiB} MiB${s.memoryLimitMiB === sidecarMemoryLimitBytes() / 1048576 ? ", the sidecar container's limit" : ''}: Node sizes V8's heap from it, as in a pod`} (\`--memory-limit\`)`,
+      )}), the image entrypoint's Node flags (${imageNodeFlags().join(' ') || 'none'}) and ${s.memoryLimitMiB === undefined ? 'without a memory limit' : `each in its own memory cgroup of ${s.memoryLimitMiB} MiB${s.memoryLimitMiB === sidecarMemoryLimitBytes() / 1048576 ? ", the sidecar container's limit" : ''}: Node sizes V8's heap from it, as in a pod`} (\`--memory-limit\`)`,
     `- saturation: ${s.tool}, ${s.connections} connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per configuration, 127.0.0.1, ${BODY_BYTES}-byte body, keep-alive`,
     `- latency: open loop at ${latencySets.map((set) => set[0]?.result.rate ?? '-').join(', ')} req/s (${s.rate === undefined ? `${s.latencyAt.join(', ')} of the frontend OAuth share's saturation` : 'set by --rate'}) for ${s.durationSeconds} s per configuration and round`,
     '',

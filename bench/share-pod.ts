@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { benchInstallation, DOMAIN, frontendLogin, startDevIdp, startFrontendProcess } from './lib/frontend-process.ts';
 import type { FixedBackend } from './lib/fixed-backend.ts';
-import { imageEnvironment, imageNodeFlags, sidecarNodeFlags, warmCompileCache } from './lib/image.ts';
+import { imageEnvironment, imageNodeFlags, warmCompileCache } from './lib/image.ts';
 import { intArg } from './lib/load-args.ts';
 import { inMemoryLimit, memoryLimitArg, MemoryLimits } from './lib/memory-limit.ts';
 import { pinProcesses } from './lib/paired.ts';
@@ -206,7 +206,7 @@ async function main(): Promise<void> {
       '',
       ...machineLines(loadBefore),
       `- ${s.rounds} interleaved rounds of ${s.duration} s per contender, wrk -t1 -c${s.connections}, 64-byte answers, keep-alive; ${pinned?.text ?? 'not pinned'}`,
-      `- each svc process as the operator runs it: image flags \`${imageNodeFlags().join(' ')}\` (the sidecar \`${sidecarNodeFlags().join(' ')}\`), image environment, ${memoryLimits.bytes === undefined ? 'no memory limit' : `a memory cgroup of ${memoryLimits.bytes / 1048576} MiB each`}`,
+      `- each svc process as the operator runs it: image flags \`${imageNodeFlags().join(' ')}\`, image environment, ${memoryLimits.bytes === undefined ? 'no memory limit' : `a memory cgroup of ${memoryLimits.bytes / 1048576} MiB each`}`,
       '',
       markdownTable(
         ['contender', 'processes', 'req/s (median)', 'pod CPU µs/req (median)', 'vs one container', 'pod peak RSS'],

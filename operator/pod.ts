@@ -12,27 +12,6 @@ export const FRONTEND_CONFIG_DIR = '/etc/svc/frontend';
 export const FRONTEND_CONFIG_FILE = 'config.yaml';
 export const WEB_ROOT = '/srv/share';
 
-/** The image's entrypoint (Dockerfile `ENTRYPOINT`, kept in step by test/k8s/dockerfile.test.ts). */
-export const IMAGE_ENTRYPOINT = ['node', '--no-maglev', '/app/bin/svc.js'] as const;
-
-/**
- * V8 flags of a share's sidecar container only, after the entrypoint's: V8's memory saver mode (the
- * old generation collected after 2 MiB of growth, not 8), without its memory reducer (which keeps
- * starting collections while the process allocates fast) and with the young generation held at
- * the image's 2 MiB (memory saver shrinks it back). Measured in pairs: peak RSS 82.9 → 78.4 and
- * 83.5 → 78.4 MiB at 1.010× and 1.046× the CPU per request; memory saver alone cost 1.22–1.25×
- * (docs/benchmarks.md, round 8). Node refuses these in NODE_OPTIONS, so the container gets a
- * command of its own, and the image fills a second compile cache keyed by them.
- */
-export const SIDECAR_NODE_FLAGS = ['--memory-saver-mode', '--no-memory-reducer', '--min-semi-space-size=2'] as const;
-
-/** The share sidecar container's command: the entrypoint with SIDECAR_NODE_FLAGS added. */
-export const SIDECAR_COMMAND: readonly string[] = [
-  ...IMAGE_ENTRYPOINT.slice(0, -1),
-  ...SIDECAR_NODE_FLAGS,
-  ...IMAGE_ENTRYPOINT.slice(-1),
-];
-
 export const containerSecurityContext = {
   allowPrivilegeEscalation: false,
   readOnlyRootFilesystem: true,

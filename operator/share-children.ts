@@ -11,7 +11,6 @@ import {
   FRONTEND_CONFIG_FILE,
   FRONTEND_METRICS_PORT,
   FRONTEND_PORT,
-  SIDECAR_COMMAND,
   WEB_ROOT,
   agentResources,
   containerSecurityContext,
@@ -228,7 +227,6 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
     containers.push({
       name: 'frontend',
       image: options.image,
-      command: [...SIDECAR_COMMAND],
       args: ['frontend', '--config', `${FRONTEND_CONFIG_DIR}/${FRONTEND_CONFIG_FILE}`],
       ports: [
         { name: 'http', containerPort: FRONTEND_PORT, protocol: 'TCP' },

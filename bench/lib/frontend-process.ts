@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { devInteractionsLogin } from './dev-login.ts';
 import { FIXED_BODY_START } from './fixed-backend.ts';
 import { CookieJar, request } from './http.ts';
-import { imageEnvironment, sidecarNodeFlags } from './image.ts';
+import { imageEnvironment, imageNodeFlags } from './image.ts';
 import { inMemoryLimit, type MemoryLimits } from './memory-limit.ts';
 import { startModule, startProcess, type BenchProcess } from './processes.ts';
 
@@ -123,9 +123,8 @@ export async function startFrontendProcess(
   const spawned = performance.now();
   const frontend = await startProcess<true>({
     name: 'frontend',
-    // As the operator runs a share's sidecar: the entrypoint's flags and the sidecar's own.
     ...inMemoryLimit(memoryLimits.next(), process.execPath, [
-      ...sidecarNodeFlags(),
+      ...imageNodeFlags(),
       ...(variant?.nodeFlags ?? []),
       join(root, 'bin/svc.js'),
       'frontend',

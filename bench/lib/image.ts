@@ -2,7 +2,6 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SIDECAR_NODE_FLAGS } from '../../operator/pod.ts';
 
 let environment: Readonly<Record<string, string>> | undefined;
 let nodeFlags: readonly string[] | undefined;
@@ -43,15 +42,8 @@ export function imageNodeFlags(): readonly string[] {
  * process started with more), so svc starts as in a pod.
  */
 export function warmCompileCache(root: string, extraFlags: readonly string[] = []): void {
-  // Both caches the image fills: the entrypoint's and the share sidecar's (its own V8 flags).
-  for (const flags of [imageNodeFlags(), sidecarNodeFlags()])
-    execFileSync(process.execPath, [...flags, ...extraFlags, join(root, 'bin/warm-compile-cache.js')], {
-      cwd: root,
-      stdio: 'ignore',
-    });
-}
-
-/** The Node flags a share's sidecar container runs with (operator/pod.ts SIDECAR_COMMAND). */
-export function sidecarNodeFlags(): readonly string[] {
-  return [...imageNodeFlags(), ...SIDECAR_NODE_FLAGS];
+  execFileSync(process.execPath, [...imageNodeFlags(), ...extraFlags, join(root, 'bin/warm-compile-cache.js')], {
+    cwd: root,
+    stdio: 'ignore',
+  });
 }

@@ -8,7 +8,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { IMAGE_ENTRYPOINT, SIDECAR_COMMAND, SIDECAR_NODE_FLAGS } from '../../operator/pod.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
@@ -126,13 +125,5 @@ describe('container image (Dockerfile + .dockerignore)', () => {
     const flags = entrypoint.slice(1, -1);
     expect(flags).toContain('--no-maglev');
     expect(dockerfile).toMatch(new RegExp(`^RUN node ${flags.join(' ')} bin/warm-compile-cache\\.js$`, 'm'));
-  });
-
-  it("is the entrypoint the operator builds a share sidecar's command from, and fills that command's cache too", () => {
-    const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1] ?? '[]') as string[];
-    expect(entrypoint).toEqual([...IMAGE_ENTRYPOINT]);
-    expect(SIDECAR_COMMAND).toEqual([...entrypoint.slice(0, -1), ...SIDECAR_NODE_FLAGS, entrypoint.at(-1)]);
-    const sidecarFlags = SIDECAR_COMMAND.slice(1, -1);
-    expect(dockerfile).toMatch(new RegExp(`^RUN node ${sidecarFlags.join(' ')} bin/warm-compile-cache\\.js$`, 'm'));
   });
 });
