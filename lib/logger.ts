@@ -53,7 +53,7 @@ function isLevelName(name: string): name is LevelName {
 }
 
 /** The level a logger is created with, checked: an unknown name is a configuration error, not "info". */
-export function levelName(name: string, source: string, field: string): LevelName {
+function levelName(name: string, source: string, field: string): LevelName {
   if (isLevelName(name)) return name;
   const known = Object.keys(LEVELS).join(', ');
   throw new ConfigError(source, [problem(field, `unknown log level "${name}" (one of ${known})`)]);
@@ -112,18 +112,16 @@ export function createLogger(
  * serialised (a cycle) are replaced by a note saying so.
  */
 function serialiseFields(fields: object): string {
+  const own = Object.keys(fields).some((key) => RESERVED.has(key))
+    ? Object.fromEntries(Object.entries(fields).filter(([key]) => !RESERVED.has(key)))
+    : fields;
   let json: string;
   try {
-    json = JSON.stringify(fields, redact);
+    json = JSON.stringify(own, redact);
   } catch {
     return ',"logError":"fields could not be serialised"';
   }
   if (json === undefined || json.length <= 2 || json[0] !== '{') return '';
-  const own = Object.keys(fields);
-  if (own.some((key) => RESERVED.has(key))) {
-    const kept = Object.fromEntries(Object.entries(fields).filter(([key]) => !RESERVED.has(key)));
-    return serialiseFields(kept);
-  }
   return `,${json.slice(1, -1)}`;
 }
 

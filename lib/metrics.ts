@@ -1,8 +1,6 @@
 import { registerProcessMetrics } from './process-metrics.ts';
 import { Counter, Gauge, Histogram, Registry } from './prometheus.ts';
 
-export { Counter, Gauge, Histogram, Registry };
-
 /**
  * A component's Prometheus metrics in a registry of its own (two operators or frontends in one
  * test process must not share counters), every name under one prefix, the process metrics

@@ -11,51 +11,54 @@ import { Counter, Gauge, type Registry } from './prometheus.ts';
  * `nodejs_eventloop_lag_seconds` is measured at the scrape, as prom-client does.
  */
 export function registerProcessMetrics(registry: Registry, prefix: string): void {
-  const gauge = (name: string, help: string, collect: (g: Gauge) => void): void => {
-    const g: Gauge = registry.register(new Gauge(prefix + name, help, [], () => collect(g)));
-  };
-
+  // What the gauges and counters below report, read once per scrape (process.memoryUsage(),
+  // /proc/self/status and the heap-space list each serve several metrics).
   let lastCpu = process.cpuUsage();
   const cpu = { user: 0, system: 0 };
-  const readCpu = (): void => {
+  let memory = process.memoryUsage();
+  let status: string | undefined;
+  let spaces = getHeapSpaceStatistics();
+  let resources = process.getActiveResourcesInfo();
+  registry.onScrape(() => {
     const now = process.cpuUsage();
     cpu.user += (now.user - lastCpu.user) / 1e6;
     cpu.system += (now.system - lastCpu.system) / 1e6;
     lastCpu = now;
+    memory = process.memoryUsage();
+    status = procFile('status');
+    spaces = getHeapSpaceStatistics();
+    resources = process.getActiveResourcesInfo();
+  });
+
+  const gauge = (name: string, help: string, read: () => number | undefined): void => {
+    const g: Gauge = registry.register(new Gauge(prefix + name, help, [], () => setIfKnown(g, read())));
   };
-  // The three are written one after the other at a scrape: the first reads the CPU time once, so
-  // the total is the sum of the other two.
-  const cpuCounter = (name: string, help: string, read: () => number, first = false): void => {
+  const counter = (name: string, help: string, read: () => number): void => {
     const c: Counter = registry.register(
       new Counter(prefix + name, help, [], () => {
-        if (first) readCpu();
         c.reset();
         c.inc(read());
       }),
     );
   };
-  cpuCounter('process_cpu_user_seconds_total', 'Total user CPU time spent in seconds.', () => cpu.user, true);
-  cpuCounter('process_cpu_system_seconds_total', 'Total system CPU time spent in seconds.', () => cpu.system);
-  cpuCounter(
-    'process_cpu_seconds_total',
-    'Total user and system CPU time spent in seconds.',
-    () => cpu.user + cpu.system,
-  );
-
-  const started = Math.floor(Date.now() / 1000 - process.uptime());
-  gauge('process_start_time_seconds', 'Start time of the process since unix epoch in seconds.', (g) => g.set(started));
-
-  gauge('process_resident_memory_bytes', 'Resident memory size in bytes.', (g) => g.set(process.memoryUsage.rss()));
-  const status = (field: string): number | undefined => {
-    const line = procFile('status')?.match(new RegExp(`^${field}:\\s*(\\d+) kB`, 'm'));
+  const statusBytes = (field: string): number | undefined => {
+    const line = status?.match(new RegExp(`^${field}:\\s*(\\d+) kB`, 'm'));
     return line ? Number(line[1]) * 1024 : undefined;
   };
-  gauge('process_virtual_memory_bytes', 'Virtual memory size in bytes.', (g) => setIfKnown(g, status('VmSize')));
-  gauge('process_heap_bytes', 'Process heap size in bytes.', (g) => setIfKnown(g, status('VmData')));
-  gauge('process_open_fds', 'Number of open file descriptors.', (g) => setIfKnown(g, openFileDescriptors()));
-  gauge('process_max_fds', 'Maximum number of open file descriptors.', (g) => {
+
+  counter('process_cpu_user_seconds_total', 'Total user CPU time spent in seconds.', () => cpu.user);
+  counter('process_cpu_system_seconds_total', 'Total system CPU time spent in seconds.', () => cpu.system);
+  counter('process_cpu_seconds_total', 'Total user and system CPU time spent in seconds.', () => cpu.user + cpu.system);
+
+  const started = Math.floor(Date.now() / 1000 - process.uptime());
+  gauge('process_start_time_seconds', 'Start time of the process since unix epoch in seconds.', () => started);
+  gauge('process_resident_memory_bytes', 'Resident memory size in bytes.', () => memory.rss);
+  gauge('process_virtual_memory_bytes', 'Virtual memory size in bytes.', () => statusBytes('VmSize'));
+  gauge('process_heap_bytes', 'Process heap size in bytes.', () => statusBytes('VmData'));
+  gauge('process_open_fds', 'Number of open file descriptors.', openFileDescriptors);
+  gauge('process_max_fds', 'Maximum number of open file descriptors.', () => {
     const limit = procFile('limits')?.match(/^Max open files\s+(\d+)/m);
-    setIfKnown(g, limit ? Number(limit[1]) : undefined);
+    return limit ? Number(limit[1]) : undefined;
   });
 
   const lag: Gauge = registry.register(
@@ -66,54 +69,41 @@ export function registerProcessMetrics(registry: Registry, prefix: string): void
     }),
   );
 
-  const resources: Gauge<'type'> = registry.register(
+  const byType: Gauge<'type'> = registry.register(
     new Gauge(
       prefix + 'nodejs_active_resources',
       'Number of active resources that are currently keeping the event loop alive, grouped by async resource type.',
       ['type'],
       () => {
-        resources.reset();
-        for (const type of process.getActiveResourcesInfo()) resources.inc({ type });
+        byType.reset();
+        for (const type of resources) byType.inc({ type });
       },
     ),
   );
-  gauge('nodejs_active_resources_total', 'Total number of active resources.', (g) =>
-    g.set(process.getActiveResourcesInfo().length),
-  );
+  gauge('nodejs_active_resources_total', 'Total number of active resources.', () => resources.length);
 
-  gauge('nodejs_heap_size_total_bytes', 'Process heap size from Node.js in bytes.', (g) =>
-    g.set(process.memoryUsage().heapTotal),
-  );
-  gauge('nodejs_heap_size_used_bytes', 'Process heap size used from Node.js in bytes.', (g) =>
-    g.set(process.memoryUsage().heapUsed),
-  );
-  gauge('nodejs_external_memory_bytes', 'Node.js external memory size in bytes.', (g) =>
-    g.set(process.memoryUsage().external),
-  );
+  gauge('nodejs_heap_size_total_bytes', 'Process heap size from Node.js in bytes.', () => memory.heapTotal);
+  gauge('nodejs_heap_size_used_bytes', 'Process heap size used from Node.js in bytes.', () => memory.heapUsed);
+  gauge('nodejs_external_memory_bytes', 'Node.js external memory size in bytes.', () => memory.external);
 
-  const spaces = (
-    name: string,
-    help: string,
-    read: (s: ReturnType<typeof getHeapSpaceStatistics>[number]) => number,
-  ) => {
+  const perSpace = (name: string, help: string, read: (s: (typeof spaces)[number]) => number): void => {
     const g: Gauge<'space'> = registry.register(
       new Gauge(prefix + name, help, ['space'], () => {
-        for (const space of getHeapSpaceStatistics())
-          g.set({ space: space.space_name.replace(/_space$/, '') }, read(space));
+        for (const space of spaces) g.set({ space: space.space_name.replace(/_space$/, '') }, read(space));
       }),
     );
   };
-  spaces(
+  perSpace(
     'nodejs_heap_space_size_total_bytes',
     'Process heap space size total from Node.js in bytes.',
     (s) => s.space_size,
   );
-  spaces(
+  perSpace(
     'nodejs_heap_space_size_used_bytes',
     'Process heap space size used from Node.js in bytes.',
     (s) => s.space_used_size,
   );
-  spaces(
+  perSpace(
     'nodejs_heap_space_size_available_bytes',
     'Process heap space size available from Node.js in bytes.',
     (s) => s.space_available_size,

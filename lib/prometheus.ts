@@ -27,7 +27,7 @@ function escapeHelp(text: string): string {
   return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
 }
 
-export function formatValue(value: number): string {
+function formatValue(value: number): string {
   if (value === Infinity) return '+Inf';
   if (value === -Infinity) return '-Inf';
   if (Number.isNaN(value)) return 'NaN';
@@ -175,14 +175,8 @@ export class Histogram<L extends string = never> extends Metric<L, HistogramStat
   readonly type = 'histogram';
   private readonly buckets: readonly number[];
 
-  constructor(
-    name: string,
-    help: string,
-    buckets: readonly number[],
-    labelNames: readonly L[] = [],
-    collect?: () => void | Promise<void>,
-  ) {
-    super(name, help, labelNames, collect);
+  constructor(name: string, help: string, buckets: readonly number[], labelNames: readonly L[] = []) {
+    super(name, help, labelNames);
     if (buckets.length === 0 || buckets.some((b, i) => !Number.isFinite(b) || (i > 0 && b <= (buckets[i - 1] ?? b))))
       throw new Error(`metric ${name}: buckets must be finite and increasing`);
     this.buckets = buckets;
@@ -243,6 +237,12 @@ type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>;
 export class Registry {
   readonly contentType = CONTENT_TYPE;
   private readonly metricsByName = new Map<string, AnyMetric>();
+  private readonly scrapeHooks: (() => void)[] = [];
+
+  /** Runs `hook` at each scrape before any metric is collected (one read shared by several metrics). */
+  onScrape(hook: () => void): void {
+    this.scrapeHooks.push(hook);
+  }
 
   register<M extends AnyMetric>(metric: M): M {
     if (this.metricsByName.has(metric.name)) throw new Error(`metric ${metric.name} is registered twice`);
@@ -250,8 +250,9 @@ export class Registry {
     return metric;
   }
 
-  /** Every metric in the text format, each metric's collect hook run first. */
+  /** Every metric in the text format, the scrape hooks and then each metric's collect hook run first. */
   async metrics(): Promise<string> {
+    for (const hook of this.scrapeHooks) hook();
     const parts = await Promise.all([...this.metricsByName.values()].map((m) => m.write()));
     return parts.join('');
   }
