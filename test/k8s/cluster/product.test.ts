@@ -299,8 +299,13 @@ describe('svc on a real one-node cluster', () => {
     expect(sharePod!.spec.containers.map((c) => c.name)).toEqual(['frontend']);
 
     // Through the share's Service (cluster DNS + kube-proxy): no session yet → the login redirect.
-    const viaService = await fetchInCluster(`http://svc-share-live.${TEAM}.svc.cluster.local/`, {
-      headers: { host: `live.${DOMAIN}:${publicPort}` },
+    // A Ready pod is not yet a programmed Service: until kube-proxy has written the Service's rules
+    // the ClusterIP is routed nowhere (ENETUNREACH), so wait for a connection, then judge the answer.
+    const viaService = await until('the share Service to accept connections', async () => {
+      const r = await fetchInCluster(`http://svc-share-live.${TEAM}.svc.cluster.local/`, {
+        headers: { host: `live.${DOMAIN}:${publicPort}` },
+      });
+      return r.status !== 0 ? r : undefined;
     });
     expect(viaService.status, viaService.body).toBe(302);
     expect(viaService.location).toContain(idp.issuer.host);
