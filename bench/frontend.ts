@@ -10,6 +10,7 @@
  *
  *   npm run bench:frontend -- [--duration 10] [--warmup 2] [--connections 32] [--load auto|autocannon|wrk] [--rate auto|N]
  *                              [--latency yes|no] [--latency-at 0.5[,…]] [--latency-rounds 3] [--rate-tool auto|vegeta|node]
+ *                              [--latency-pin no|yes|both]
  *                              [--baseline <other checkout>] [--workers N] [--memory-limit pod|none|MiB]
  *                              [--variant='<NAME=value …> <node flags …>' …]
  *                              [--pair-rounds 6] [--pair-seconds 3] [--pair-pin yes|no]
@@ -25,7 +26,10 @@
  * upstream pool) is measured as the peer a user would pick instead, logged in the same way. Then
  * each configuration is loaded at one fixed arrival rate (`--rate`, default half of the frontend
  * OAuth share's saturation rate) for latency without coordinated omission (vegeta: bench/lib/vegeta.ts,
- * or bench/lib/fixed-rate.ts), in interleaved rounds.
+ * or bench/lib/fixed-rate.ts), in interleaved rounds. `--latency-pin both` (the default) runs that
+ * pass twice per rate: with every process free to run on any core, and with the proxies on a core of
+ * their own (the load generator and the backend on the others, as for the paired rounds), so the
+ * report separates what a proxy adds from what it loses waiting for a core the load generator holds.
  * The report is printed and written to docs/benchmarks/frontend.md.
  *
  * `--load auto` (default) uses wrk when it is installed: written in C, it takes far less of a small
@@ -64,7 +68,7 @@ import { imageEnvironment, imageNodeFlags, warmCompileCache } from './lib/image.
 import { memoryLimitArg, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
-import { pairedRounds, pairedSection } from './lib/paired.ts';
+import { pairedRounds, pairedSection, pinProcesses } from './lib/paired.ts';
 import type { ProxyPath } from './lib/proxy-paths.ts';
 import { freePort } from './lib/ports.ts';
 import {
@@ -111,6 +115,8 @@ interface Settings extends LoadArgs {
   readonly latencyAt: readonly number[];
   /** Whether to run the fixed-rate latency pass after the saturation runs (`--latency no` halves the run). */
   readonly latency: boolean;
+  /** `--latency-pin no|yes|both` (default both): the core layouts of the fixed-rate pass, unpinned first. */
+  readonly latencyPin: readonly boolean[];
   /**
    * `--pair-rounds n` (default 6, 0 to skip): the bare pipe and the frontend's open and OAuth shares
    * once more in n short alternating rounds (`--pair-seconds`, default 3), for the frontend's CPU per
@@ -132,6 +138,7 @@ function settings(): Settings {
       variant: { type: 'string', multiple: true, default: [] },
       'memory-limit': { type: 'string', default: 'pod' },
       'latency-at': { type: 'string', default: '0.5' },
+      'latency-pin': { type: 'string', default: 'both' },
       'pair-rounds': { type: 'string', default: '6' },
       'pair-seconds': { type: 'string', default: '3' },
       'pair-pin': { type: 'string', default: 'yes' },
@@ -139,6 +146,8 @@ function settings(): Settings {
   });
   if (values.latency !== 'yes' && values.latency !== 'no') throw new Error('--latency must be yes or no');
   if (values['pair-pin'] !== 'yes' && values['pair-pin'] !== 'no') throw new Error('--pair-pin must be yes or no');
+  const latencyPin = { no: [false], yes: [true], both: [false, true] }[values['latency-pin']];
+  if (!latencyPin) throw new Error('--latency-pin must be no, yes or both');
   const workers = values.workers === undefined ? undefined : intArg('workers', values.workers, 2, 64);
   const variants = values.variant.map(parseVariant);
   const memoryLimitMiB = memoryLimitArg(values['memory-limit'], (t) => intArg('memory-limit', t, 64, 65536));
@@ -149,6 +158,7 @@ function settings(): Settings {
     variants,
     memoryLimitMiB,
     latency: values.latency === 'yes',
+    latencyPin,
     pairRounds: intArg('pair-rounds', values['pair-rounds'], 0, 100),
     pairSeconds: intArg('pair-seconds', values['pair-seconds'], 1, 600),
     pairPin: values['pair-pin'] === 'yes',
@@ -302,11 +312,20 @@ async function main(): Promise<number> {
     const frontendOAuth = results.find((r) => r.target.name.startsWith('frontend, OAuth'));
     const saturation = frontendOAuth?.load.requestsPerSecond ?? 2000;
     const rates = s.rate !== undefined ? [s.rate] : s.latencyAt.map((f) => Math.max(1, Math.floor(saturation * f)));
-    const latencySets: Latency[][] = [];
+    const latencySets: LatencySet[] = [];
+    const proxyPids = [...new Set(targets.flatMap((t) => t.proxyPids()))];
     for (const rate of s.latency ? rates : []) {
-      latencySets.push(await fixedRateRounds(s, targets, rate, s.latencyRounds));
+      for (const pin of s.latencyPin) {
+        const pinned = pin ? pinProcesses(proxyPids, [backend.pid]) : undefined;
+        if (pin && !pinned) continue; // one core, or no taskset: the unpinned pass is all there is
+        latencySets.push({
+          latencies: await fixedRateRounds(s, targets, rate, s.latencyRounds),
+          layout: pinned?.text ?? 'not pinned: every process may run on any core',
+        });
+        pinned?.restore();
+      }
     }
-    const latencies = latencySets[0] ?? [];
+    const latencies = latencySets[0]?.latencies ?? [];
     const pipeTargets = [
       'bare http.request proxy',
       'bare pipe with header lists',
@@ -338,7 +357,12 @@ async function main(): Promise<number> {
     await writeMarkdown(REPORT_FILE, report);
     writeFileSync(CHART_FILE, chart(results, latencies));
     process.stderr.write(`written to ${REPORT_FILE} and ${CHART_FILE}\n`);
-    return reportFailures(results, latencySets.flat()) > 0 ? 1 : 0;
+    return reportFailures(
+      results,
+      latencySets.flatMap((set) => set.latencies),
+    ) > 0
+      ? 1
+      : 0;
   } finally {
     await stopAll();
     memoryLimits.removeAll();
@@ -422,6 +446,12 @@ async function startPeers(
   return targets;
 }
 
+/** One fixed-rate pass: every contender at one rate, with the processes laid out on the cores as `layout` says. */
+interface LatencySet {
+  readonly latencies: readonly Latency[];
+  readonly layout: string;
+}
+
 /** The frontend's JS heap in use (MiB), from its own Prometheus metrics. */
 async function heapUsedMiB(metricsPort: number): Promise<number | undefined> {
   const reply = await request(new URL(`http://127.0.0.1:${metricsPort}/metrics`)).catch(() => undefined);
@@ -430,7 +460,7 @@ async function heapUsedMiB(metricsPort: number): Promise<number | undefined> {
 }
 
 /** The report's main figures as an SVG bar chart (docs/benchmarks/frontend.svg). */
-function chart(results: Measured[], latencies: Latency[]): string {
+function chart(results: Measured[], latencies: readonly Latency[]): string {
   const proxies = results.filter((r) => r.proxyCpuSeconds !== undefined);
   return barChartSvg(`Frontend vs peers, one run (${new Date().toISOString().slice(0, 16)} UTC, shared machine)`, [
     {
@@ -465,7 +495,7 @@ function chart(results: Measured[], latencies: Latency[]): string {
 function formatReport(
   s: Settings,
   results: Measured[],
-  latencySets: readonly (readonly Latency[])[],
+  latencySets: readonly LatencySet[],
   memory: {
     before: { rss?: number; anon?: number };
     after: { rss?: number; peak?: number; anon?: number };
@@ -513,7 +543,7 @@ function formatReport(
         ' ',
       )}), the image entrypoint's Node flags (${imageNodeFlags().join(' ') || 'none'}) and ${s.memoryLimitMiB === undefined ? 'without a memory limit' : `each in its own memory cgroup of ${s.memoryLimitMiB} MiB${s.memoryLimitMiB === sidecarMemoryLimitBytes() / 1048576 ? ", the sidecar container's limit" : ''}: Node sizes V8's heap from it, as in a pod`} (\`--memory-limit\`)`,
     `- saturation: ${s.tool}, ${s.connections} connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per configuration, 127.0.0.1, ${BODY_BYTES}-byte body, keep-alive`,
-    `- latency: open loop at ${latencySets.map((set) => set[0]?.result.rate ?? '-').join(', ')} req/s (${s.rate === undefined ? `${s.latencyAt.join(', ')} of the frontend OAuth share's saturation` : 'set by --rate'}) for ${s.durationSeconds} s per configuration and round`,
+    `- latency: open loop at ${[...new Set(latencySets.map((set) => set.latencies[0]?.result.rate ?? '-'))].join(', ')} req/s (${s.rate === undefined ? `${s.latencyAt.join(', ')} of the frontend OAuth share's saturation` : 'set by --rate'}) for ${s.durationSeconds} s per configuration and round`,
     '',
     '## Saturation',
     '',
@@ -537,7 +567,7 @@ function formatReport(
     ),
     '',
     ...(latencySets.length > 0
-      ? latencySets.flatMap((set) => [...latencySection(set, 'configuration', s), ''])
+      ? latencySets.flatMap((set) => [...latencySection(set.latencies, 'configuration', s, set.layout), ''])
       : ['(no fixed-rate latency runs: `--latency no`)']),
     '',
     ...(pairedText ? [pairedText] : []),

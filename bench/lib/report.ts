@@ -79,6 +79,7 @@ export function latencySection(
   latencies: readonly Latency[],
   firstColumn: string,
   s: { readonly latencyRounds: number; readonly connections: number },
+  layout?: string,
 ): string[] {
   const base = latencies[0]?.result;
   const cores = (cpuSeconds: number | undefined, run: FixedRateRun): string =>
@@ -111,5 +112,6 @@ export function latencySection(
       cores(result.generatorCpuSeconds, result),
     ]),
   );
-  return [`## Latency at a fixed rate (${base?.rate ?? '-'} req/s)`, '', `${latencyMethod(s, latencies)}.`, '', table];
+  const title = `## Latency at a fixed rate (${base?.rate ?? '-'} req/s${layout ? `, ${layout.startsWith('not pinned') ? 'unpinned' : 'proxies pinned'}` : ''})`;
+  return [title, '', `${latencyMethod(s, latencies)}${layout ? `; ${layout}` : ''}.`, '', table];
 }
