@@ -10,9 +10,9 @@
  * measured this way differ by 2–3 % (docs/benchmarks.md, round 5).
  *
  *   npm run bench:frontend-ab -- <A> <B> [--rounds 6] [--duration 3] [--connections 32] [--memory-limit pod|none|MiB]
- *                                [--a-flags='<node flags>'] [--b-flags='<node flags>'] [--pin yes|no]
+ *                                [--a-flags='<NAME=value …> <node flags …>'] [--b-flags='…'] [--pin yes|no]
  *
- * A and B may be the same checkout: `--b-flags` then measures a runtime setting (Node or V8 flags
+ * A and B may be the same checkout: `--b-flags` then measures a runtime setting (environment variables, Node or V8 flags
  * beyond the image's entrypoint ones) against the deployed one. `--pin yes` (default) runs both
  * frontends on the last core and wrk and the backend on the others (bench/lib/paired.ts).
  */
@@ -20,7 +20,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DOMAIN, frontendLogin, startDevIdp, startFrontendProcess } from './lib/frontend-process.ts';
+import { DOMAIN, frontendLogin, parseVariant, startDevIdp, startFrontendProcess } from './lib/frontend-process.ts';
 import { warmCompileCache } from './lib/image.ts';
 import { intArg } from './lib/load-args.ts';
 import { memoryLimitArg, MemoryLimits } from './lib/memory-limit.ts';
@@ -54,14 +54,8 @@ function settings() {
   });
   if (values.pin !== 'yes' && values.pin !== 'no') throw new Error('--pin must be yes or no');
   if (positionals.length !== 2) throw new Error('usage: bench:frontend-ab -- <checkout A> <checkout B> [options]');
-  const flags = (name: string, text: string): string[] => {
-    const words = text.split(/\s+/).filter(Boolean);
-    const bad = words.find((w) => !w.startsWith('--'));
-    if (bad !== undefined) throw new Error(`--${name}: "${bad}" is not a --node-flag`);
-    return words;
-  };
   return {
-    flags: [flags('a-flags', values['a-flags']), flags('b-flags', values['b-flags'])],
+    variants: [parseVariant('a-flags', values['a-flags'], true), parseVariant('b-flags', values['b-flags'], true)],
     roots: positionals.map((p) => resolve(p)),
     rounds: intArg('rounds', values.rounds, 1, 1000),
     duration: intArg('duration', values.duration, 1, 1000),
@@ -78,7 +72,7 @@ async function main(): Promise<void> {
   const dir = scratchDir('svc-bench-ab-');
   const memoryLimits = new MemoryLimits(s.memoryLimitMiB === undefined ? undefined : s.memoryLimitMiB * 1048576);
   try {
-    for (const [i, root] of s.roots.entries()) warmCompileCache(root, s.flags[i]);
+    for (const [i, root] of s.roots.entries()) warmCompileCache(root, s.variants[i]?.nodeFlags);
     const [backend, idp] = await Promise.all([
       startModule<FixedBackend>('backend', join(import.meta.dirname, 'lib/fixed-backend.ts'), 'startFixedBackend', {
         bodyBytes: 64,
@@ -97,11 +91,11 @@ async function main(): Promise<void> {
         backend: new URL(backend.ready.url),
         idp: idp.ready,
         memoryLimits,
-        variant: { text: (s.flags[i] ?? []).join(' '), nodeFlags: s.flags[i] ?? [], env: {} },
+        ...(s.variants[i] ? { variant: s.variants[i] } : {}),
       });
       const share = new URL(`http://login.${DOMAIN}:${port}/`);
       const cookie = await frontendLogin(share, idp.ready.issuer);
-      const label = `${root}${s.flags[i]?.length ? ` ${s.flags[i]?.join(' ')}` : ''}`;
+      const label = `${root}${s.variants[i]?.text ? ` ${s.variants[i]?.text}` : ''}`;
       sides.push({ root: label, pid: frontend.pid, port, host: share.host, cookie, runs: [] as number[] });
     }
     const pinned = s.pin

@@ -46,6 +46,7 @@ import { FIXED_BODY_START as BODY_START, type FixedBackend } from './lib/fixed-b
 import {
   DOMAIN,
   frontendLogin,
+  parseVariant,
   startDevIdp,
   startFrontendProcess,
   type FrontendProcessOptions,
@@ -149,7 +150,7 @@ function settings(): Settings {
   const latencyPin = { no: [false], yes: [true], both: [false, true] }[values['latency-pin']];
   if (!latencyPin) throw new Error('--latency-pin must be no, yes or both');
   const workers = values.workers === undefined ? undefined : intArg('workers', values.workers, 2, 64);
-  const variants = values.variant.map(parseVariant);
+  const variants = values.variant.map((text) => parseVariant('variant', text));
   const memoryLimitMiB = memoryLimitArg(values['memory-limit'], (t) => intArg('memory-limit', t, 64, 65536));
   return {
     ...loadArgs(values),
@@ -172,19 +173,6 @@ function settings(): Settings {
 
 /** Node flags and environment variables a frontend process starts with (beyond the deployed ones). */
 /** `'MALLOC_ARENA_MAX=2 --max-semi-space-size=4'`: `NAME=value` words are environment, `--x` words Node flags. */
-function parseVariant(text: string): RuntimeVariant {
-  const nodeFlags: string[] = [];
-  const env: Record<string, string> = {};
-  for (const word of text.split(/\s+/).filter(Boolean)) {
-    const assignment = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word);
-    if (assignment?.[1] !== undefined) env[assignment[1]] = assignment[2] ?? '';
-    else if (word.startsWith('--')) nodeFlags.push(word);
-    else throw new Error(`--variant: "${word}" is neither NAME=value nor a --node-flag`);
-  }
-  if (nodeFlags.length === 0 && Object.keys(env).length === 0) throw new Error('--variant needs at least one setting');
-  return { text, nodeFlags, env };
-}
-
 async function main(): Promise<number> {
   const s = settings();
   installCleanup();

@@ -23,6 +23,21 @@ export interface RuntimeVariant {
   readonly env: Readonly<Record<string, string>>;
 }
 
+/** `NAME=value` words become environment variables, `--words` Node flags (`--variant`, `--a-flags`, `--b-flags`). */
+export function parseVariant(option: string, text: string, allowEmpty = false): RuntimeVariant {
+  const nodeFlags: string[] = [];
+  const env: Record<string, string> = {};
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    const assignment = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(word);
+    if (assignment?.[1] !== undefined) env[assignment[1]] = assignment[2] ?? '';
+    else if (word.startsWith('--')) nodeFlags.push(word);
+    else throw new Error(`--${option}: "${word}" is neither NAME=value nor a --node-flag`);
+  }
+  if (!allowEmpty && nodeFlags.length === 0 && Object.keys(env).length === 0)
+    throw new Error(`--${option} needs at least one setting`);
+  return { text, nodeFlags, env };
+}
+
 /** Start-up of the frontend process: spawn → "frontend listening" logged, and → /readyz answers 200. */
 export interface Startup {
   readonly listeningMs: number;
