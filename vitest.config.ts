@@ -8,6 +8,8 @@ export default defineConfig({
     exclude: ['node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
+    // Scratch directories of the whole run live under one TMPDIR, removed at its end.
+    globalSetup: ['test/run-tmpdir.ts'],
     pool: 'forks',
     maxWorkers: 2,
     reporters: process.env.CI ? ['default'] : ['default'],
