@@ -69,7 +69,7 @@ import { imageEnvironment, imageNodeFlags, warmCompileCache } from './lib/image.
 import { memoryLimitArg, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
-import { pairedRounds, pairedSection, pinProcesses } from './lib/paired.ts';
+import { pairedRounds, pairedSection, pinTargets } from './lib/paired.ts';
 import type { ProxyPath } from './lib/proxy-paths.ts';
 import { freePort } from './lib/ports.ts';
 import {
@@ -84,6 +84,7 @@ import {
 import {
   fixed,
   latencySection,
+  type LatencyLayout,
   machineLines,
   markdownTable,
   mib,
@@ -129,6 +130,13 @@ interface Settings extends LoadArgs {
   readonly pairPin: boolean;
 }
 
+/** `--latency-pin` → the layouts of the fixed-rate pass (pinned or not), in the order they run. */
+const LATENCY_PIN = new Map<string, readonly boolean[]>([
+  ['no', [false]],
+  ['yes', [true]],
+  ['both', [false, true]],
+]);
+
 function settings(): Settings {
   const { values } = parseArgs({
     options: {
@@ -147,7 +155,7 @@ function settings(): Settings {
   });
   if (values.latency !== 'yes' && values.latency !== 'no') throw new Error('--latency must be yes or no');
   if (values['pair-pin'] !== 'yes' && values['pair-pin'] !== 'no') throw new Error('--pair-pin must be yes or no');
-  const latencyPin = { no: [false], yes: [true], both: [false, true] }[values['latency-pin']];
+  const latencyPin = LATENCY_PIN.get(values['latency-pin']);
   if (!latencyPin) throw new Error('--latency-pin must be no, yes or both');
   const workers = values.workers === undefined ? undefined : intArg('workers', values.workers, 2, 64);
   const variants = values.variant.map((text) => parseVariant('variant', text));
@@ -171,8 +179,6 @@ function settings(): Settings {
   };
 }
 
-/** Node flags and environment variables a frontend process starts with (beyond the deployed ones). */
-/** `'MALLOC_ARENA_MAX=2 --max-semi-space-size=4'`: `NAME=value` words are environment, `--x` words Node flags. */
 async function main(): Promise<number> {
   const s = settings();
   installCleanup();
@@ -301,14 +307,15 @@ async function main(): Promise<number> {
     const saturation = frontendOAuth?.load.requestsPerSecond ?? 2000;
     const rates = s.rate !== undefined ? [s.rate] : s.latencyAt.map((f) => Math.max(1, Math.floor(saturation * f)));
     const latencySets: LatencySet[] = [];
-    const proxyPids = [...new Set(targets.flatMap((t) => t.proxyPids()))];
     for (const rate of s.latency ? rates : []) {
       for (const pin of s.latencyPin) {
-        const pinned = pin ? pinProcesses(proxyPids, [backend.pid]) : undefined;
+        const pinned = pin ? pinTargets(targets, backend.pid) : undefined;
         if (pin && !pinned) continue; // one core, or no taskset: the unpinned pass is all there is
         latencySets.push({
           latencies: await fixedRateRounds(s, targets, rate, s.latencyRounds),
-          layout: pinned?.text ?? 'not pinned: every process may run on any core',
+          layout: pinned
+            ? { name: 'proxies pinned', text: pinned.text }
+            : { name: 'unpinned', text: 'not pinned: every process may run on any core' },
         });
         pinned?.restore();
       }
@@ -437,7 +444,7 @@ async function startPeers(
 /** One fixed-rate pass: every contender at one rate, with the processes laid out on the cores as `layout` says. */
 interface LatencySet {
   readonly latencies: readonly Latency[];
-  readonly layout: string;
+  readonly layout: LatencyLayout;
 }
 
 /** The frontend's JS heap in use (MiB), from its own Prometheus metrics. */

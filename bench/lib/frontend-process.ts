@@ -23,7 +23,10 @@ export interface RuntimeVariant {
   readonly env: Readonly<Record<string, string>>;
 }
 
-/** `NAME=value` words become environment variables, `--words` Node flags (`--variant`, `--a-flags`, `--b-flags`). */
+/**
+ * `'MALLOC_ARENA_MAX=2 --max-semi-space-size=4'` (`--variant`, `--a-flags`, `--b-flags`): `NAME=value`
+ * words become environment variables, `--x` words Node flags; anything else names the option.
+ */
 export function parseVariant(option: string, text: string, allowEmpty = false): RuntimeVariant {
   const nodeFlags: string[] = [];
   const env: Record<string, string> = {};

@@ -27,7 +27,7 @@ export async function pairedRounds(
   // Pinned, each proxy has the last core to itself and the load generator and backend share the
   // others: the proxy's CPU per request then depends far less on how the scheduler interleaves
   // three busy processes on two cores (which changes how many requests each wake-up handles).
-  const pinned = pin ? pinProcesses([...new Set(targets.flatMap((t) => t.proxyPids()))], [backendPid]) : undefined;
+  const pinned = pin ? pinTargets(targets, backendPid) : undefined;
   const runs: Measured[][] = [];
   for (let round = 1; round <= rounds; round += 1) {
     const row: Measured[] = [];
@@ -39,6 +39,11 @@ export async function pairedRounds(
   }
   pinned?.restore();
   return { names: targets.map((t) => t.name), runs, ...(pinned ? { pinned: pinned.text } : {}) };
+}
+
+/** Every contender's proxy processes on the last core, the backend and this process on the others (pinProcesses). */
+export function pinTargets(targets: readonly Target[], backendPid: number): ReturnType<typeof pinProcesses> {
+  return pinProcesses([...new Set(targets.flatMap((t) => t.proxyPids()))], [backendPid]);
 }
 
 /**

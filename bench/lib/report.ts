@@ -75,11 +75,17 @@ function latencyMethod(
   return `Open loop: ${s.latencyRounds} interleaved rounds (the median round's percentiles reported), ${how}, up to ${s.connections} connections`;
 }
 
+/** How the processes of a fixed-rate pass sat on the cores: a short name for the title, a sentence for the method. */
+export interface LatencyLayout {
+  readonly name: string;
+  readonly text: string;
+}
+
 export function latencySection(
   latencies: readonly Latency[],
   firstColumn: string,
   s: { readonly latencyRounds: number; readonly connections: number },
-  layout?: string,
+  layout?: LatencyLayout,
 ): string[] {
   const base = latencies[0]?.result;
   const cores = (cpuSeconds: number | undefined, run: FixedRateRun): string =>
@@ -112,6 +118,6 @@ export function latencySection(
       cores(result.generatorCpuSeconds, result),
     ]),
   );
-  const title = `## Latency at a fixed rate (${base?.rate ?? '-'} req/s${layout ? `, ${layout.startsWith('not pinned') ? 'unpinned' : 'proxies pinned'}` : ''})`;
-  return [title, '', `${latencyMethod(s, latencies)}${layout ? `; ${layout}` : ''}.`, '', table];
+  const title = `## Latency at a fixed rate (${base?.rate ?? '-'} req/s${layout ? `, ${layout.name}` : ''})`;
+  return [title, '', `${latencyMethod(s, latencies)}${layout ? `; ${layout.text}` : ''}.`, '', table];
 }
