@@ -5,7 +5,7 @@ import type { Logger } from '../lib/logger.ts';
 import { errorText } from '../lib/errors.ts';
 import type { OAuthConfig } from '../lib/config/frontend.ts';
 import type { ShareRoute } from '../lib/share/spec.ts';
-import { refusalReason } from './email.ts';
+import { refusalReason, sessionRefusal } from './email.ts';
 import { LoginStates } from './login-state.ts';
 import type { FrontendMetrics } from './metrics.ts';
 import { redirect, sendPage } from './pages.ts';
@@ -90,7 +90,7 @@ export class Authenticator {
   ): Session | undefined {
     const session = this.sessionFor(req, share, oauth);
     if (!session || isDue(session, oauth, this.clock.now())) return undefined;
-    return refusalReason({ email: session.email, verified: true }, oauth) ? undefined : session;
+    return sessionRefusal(session.email, oauth) ? undefined : session;
   }
 
   /** Seed steps 2–3 and the re-check rule: a valid session for this share, refreshed when due, or a login. */
@@ -109,7 +109,7 @@ export class Authenticator {
     const session = jar.find((s) => s.share === share.token && s.provider === provider.name);
     if (session) {
       if (!isDue(session, share.oauth, this.clock.now())) {
-        const refused = refusalReason({ email: session.email, verified: true }, share.oauth);
+        const refused = sessionRefusal(session.email, share.oauth);
         if (!refused) return { session };
       } else if (provider.canRefresh(session.tokens)) {
         const renewed = await this.refresh(provider, session, share, jar);
@@ -129,7 +129,7 @@ export class Authenticator {
     const session = this.sessionFor(req, share, oauth);
     if (!session) return undefined;
     if (this.clock.now() >= session.checkedAt + oauth.checkIntervalMs) return undefined;
-    return refusalReason({ email: session.email, verified: true }, oauth) ? undefined : session;
+    return sessionRefusal(session.email, oauth) ? undefined : session;
   }
 
   private async refresh(

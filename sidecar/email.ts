@@ -26,3 +26,25 @@ export function refusalReason(identity: Identity, oauth: ShareOAuth): string | u
   }
   return undefined;
 }
+
+/** Remembered answers per share configuration (a reloaded share is a new object, so nothing stale survives it). */
+const sessionAnswers = new WeakMap<ShareOAuth, Map<string, string | undefined>>();
+/** Bound on the addresses remembered per share: past it the memory starts again empty. */
+const SESSION_ANSWERS_MAX = 1024;
+
+/**
+ * `refusalReason` for the verified address of a session, remembered per share: every request of a
+ * session asks again, and the answer can change only with the share's configuration.
+ */
+export function sessionRefusal(email: string, oauth: ShareOAuth): string | undefined {
+  let answers = sessionAnswers.get(oauth);
+  if (!answers) {
+    answers = new Map<string, string | undefined>();
+    sessionAnswers.set(oauth, answers);
+  }
+  if (answers.has(email)) return answers.get(email);
+  if (answers.size >= SESSION_ANSWERS_MAX) answers.clear();
+  const reason = refusalReason({ email, verified: true }, oauth);
+  answers.set(email, reason);
+  return reason;
+}
