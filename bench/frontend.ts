@@ -312,7 +312,7 @@ async function main(): Promise<number> {
         const pinned = pin ? pinTargets(targets, backend.pid) : undefined;
         if (pin && !pinned) continue; // one core, or no taskset: the unpinned pass is all there is
         latencySets.push({
-          latencies: await fixedRateRounds(s, targets, rate, s.latencyRounds),
+          latencies: await fixedRateRounds({ ...s, backendPid: backend.pid }, targets, rate, s.latencyRounds),
           layout: pinned
             ? { name: 'proxies pinned', text: pinned.text }
             : { name: 'unpinned', text: 'not pinned: every process may run on any core' },

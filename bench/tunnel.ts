@@ -219,7 +219,7 @@ async function main(): Promise<number> {
     }
     const slowest = Math.min(...results.map((r) => r.load.requestsPerSecond));
     const rate = s.rate ?? Math.max(1, Math.floor(slowest / 2));
-    const latencies = await fixedRateRounds(s, targets, rate, s.latencyRounds);
+    const latencies = await fixedRateRounds({ ...s, backendPid: backend.pid }, targets, rate, s.latencyRounds);
     const transfers = await downloads(s, targets);
 
     // Stopped in this order so the profiles are written (a clean exit) and no tunnel reconnects.

@@ -3,7 +3,7 @@ import { FIXED_BODY_START } from './fixed-backend.ts';
 import type { FixedRateOptions, FixedRateResult } from './fixed-rate.ts';
 import { request } from './http.ts';
 import { runLoad, type LoadResult, type LoadTool } from './load.ts';
-import { cpuSeconds, exitedChildrenCpuSeconds, memoryKiB, startModule } from './processes.ts';
+import { coreWait, cpuSeconds, exitedChildrenCpuSeconds, memoryKiB, startModule, type CoreWait } from './processes.ts';
 import { runVegeta, type RateTool } from './vegeta.ts';
 
 /**
@@ -42,11 +42,22 @@ export interface Latency {
   readonly rounds: readonly FixedRateRun[];
 }
 
-/** One fixed-rate run with the CPU the contender's proxy and the generator used during it. */
+/**
+ * One fixed-rate run with the CPU the contender's proxy and the generator used during it, and the
+ * time the proxy's and the backend's threads waited for a core (run queue).
+ */
 export interface FixedRateRun extends FixedRateResult {
   readonly proxyCpuSeconds?: number;
   readonly generatorCpuSeconds?: number;
+  readonly proxyWait?: CoreWait;
+  readonly backendWait?: CoreWait;
 }
+
+/** What a fixed-rate pass needs: the load's shape, the generator, and the backend whose core waits are read. */
+export type FixedRateSettings = Pick<LoadSettings, 'connections' | 'durationSeconds'> & {
+  readonly rateTool: RateTool;
+  readonly backendPid?: number;
+};
 
 export interface LoadSettings {
   readonly tool: LoadTool;
@@ -98,7 +109,7 @@ export async function measure(s: LoadSettings, target: Target, backendPid: numbe
  * milliseconds on 2 shared cores; the median round's is what the report compares.
  */
 export async function fixedRateRounds(
-  s: Pick<LoadSettings, 'connections' | 'durationSeconds'> & { readonly rateTool: RateTool },
+  s: FixedRateSettings,
   targets: readonly Target[],
   rate: number,
   rounds: number,
@@ -122,11 +133,7 @@ export async function fixedRateRounds(
 }
 
 /** One contender at a fixed arrival rate (open loop), with vegeta or bench/lib/fixed-rate.ts in its own process. */
-export async function fixedRate(
-  s: Pick<LoadSettings, 'connections' | 'durationSeconds'> & { readonly rateTool: RateTool },
-  target: Target,
-  rate: number,
-): Promise<FixedRateRun> {
+export async function fixedRate(s: FixedRateSettings, target: Target, rate: number): Promise<FixedRateRun> {
   const options: FixedRateOptions = {
     url: target.url,
     headers: target.headers,
@@ -136,6 +143,8 @@ export async function fixedRate(
   };
   const pids = target.proxyPids();
   const proxyBefore = cpuSecondsOf(pids);
+  const proxyWaitBefore = coreWaitOf(pids);
+  const backendWaitBefore = s.backendPid === undefined ? undefined : coreWait(s.backendPid);
   const generatorBefore = exitedChildrenCpuSeconds();
   let result: FixedRateResult;
   if (s.rateTool === 'vegeta') {
@@ -152,12 +161,36 @@ export async function fixedRate(
     result = child.ready;
   }
   const proxyCpu = difference(proxyBefore, cpuSecondsOf(pids));
+  const proxyWait = waitDifference(proxyWaitBefore, coreWaitOf(pids));
+  const backendWait = waitDifference(
+    backendWaitBefore,
+    s.backendPid === undefined ? undefined : coreWait(s.backendPid),
+  );
   const generatorCpu = difference(generatorBefore, exitedChildrenCpuSeconds());
   return {
     ...result,
     ...(pids.length > 0 && proxyCpu !== undefined ? { proxyCpuSeconds: proxyCpu } : {}),
+    ...(pids.length > 0 && proxyWait ? { proxyWait } : {}),
+    ...(backendWait ? { backendWait } : {}),
     ...(generatorCpu !== undefined ? { generatorCpuSeconds: generatorCpu } : {}),
   };
+}
+
+/** The core waits of several processes together; undefined when any is unknown. */
+function coreWaitOf(pids: readonly number[]): CoreWait | undefined {
+  let total: CoreWait = { waitSeconds: 0, slices: 0 };
+  for (const pid of pids) {
+    const w = coreWait(pid);
+    if (!w) return undefined;
+    total = { waitSeconds: total.waitSeconds + w.waitSeconds, slices: total.slices + w.slices };
+  }
+  return total;
+}
+
+/** A thread that ended between the two readings takes its account with it: no figure then, rather than a wrong one. */
+function waitDifference(before: CoreWait | undefined, after: CoreWait | undefined): CoreWait | undefined {
+  if (!before || !after || after.waitSeconds < before.waitSeconds || after.slices < before.slices) return undefined;
+  return { waitSeconds: after.waitSeconds - before.waitSeconds, slices: after.slices - before.slices };
 }
 
 /** CPU seconds of several processes together; undefined when any is unknown. */

@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -243,6 +243,32 @@ function statSeconds(path: string, first: number): number | undefined {
 /** CPU time (user + system) a live process has used so far, in seconds; undefined when unknown. */
 export function cpuSeconds(pid: number): number | undefined {
   return statSeconds(`/proc/${pid}/stat`, 11);
+}
+
+/** Time a process's threads spent runnable but waiting for a core, and how many times they were given one. */
+export interface CoreWait {
+  readonly waitSeconds: number;
+  readonly slices: number;
+}
+
+/**
+ * The scheduler's own account of a process (`schedstat` of each of `/proc/<pid>/task`: time on a core, time
+ * runnable on a run queue, time slices), summed over its threads. The run-queue time is what a
+ * request loses when its proxy wakes up and finds both cores taken, which a CPU profile cannot see.
+ */
+export function coreWait(pid: number): CoreWait | undefined {
+  try {
+    let waitNs = 0;
+    let slices = 0;
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      const fields = readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').trim().split(' ').map(Number);
+      waitNs += fields[1] ?? 0;
+      slices += fields[2] ?? 0;
+    }
+    return { waitSeconds: waitNs / 1e9, slices };
+  } catch {
+    return undefined; // gone, or a kernel without schedstat
+  }
 }
 
 /**

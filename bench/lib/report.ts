@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname } from 'node:path';
 import type { FixedRateRun, Latency } from './measure.ts';
+import type { CoreWait } from './processes.ts';
 
 /** Plain-text reporting helpers shared by the benchmarks. */
 
@@ -72,7 +73,11 @@ function latencyMethod(
     tool === 'vegeta'
       ? 'vegeta (each request timed from its start, queueing for a connection included; the pacer never waits for replies)'
       : 'a Node client (each request timed from its scheduled time)';
-  return `Open loop: ${s.latencyRounds} interleaved rounds (the median round's percentiles reported), ${how}, up to ${s.connections} connections`;
+  return (
+    `Open loop: ${s.latencyRounds} interleaved rounds (the median round's percentiles reported), ${how}, up to ${s.connections} connections. ` +
+    "Waiting for a core: the time the process's threads were runnable but on a run queue (the kernel's schedstat), per second of the run; " +
+    'µs per wait: that time over the times they were put on a core (median round)'
+  );
 }
 
 /** How the processes of a fixed-rate pass sat on the cores: a short name for the title, a sentence for the method. */
@@ -90,6 +95,10 @@ export function latencySection(
   const base = latencies[0]?.result;
   const cores = (cpuSeconds: number | undefined, run: FixedRateRun): string =>
     cpuSeconds === undefined ? '-' : fixed(cpuSeconds / (run.sent / run.rate), 2);
+  const waitPerSecond = (wait: CoreWait | undefined, run: FixedRateRun): string =>
+    wait === undefined ? '-' : fixed((wait.waitSeconds * 1000) / (run.sent / run.rate), 1);
+  const waitEach = (wait: CoreWait | undefined): string =>
+    wait === undefined || wait.slices === 0 ? '-' : fixed((wait.waitSeconds * 1e6) / wait.slices, 0);
   const table = markdownTable(
     [
       firstColumn,
@@ -102,6 +111,9 @@ export function latencySection(
       'p50 added over direct ms',
       'p99 added over direct ms',
       'proxy cores',
+      'proxy waiting for a core ms/s, each round',
+      'µs per wait',
+      'backend waiting ms/s',
       'generator cores',
     ],
     latencies.map(({ target, result, rounds }) => [
@@ -115,6 +127,9 @@ export function latencySection(
       base ? fixed(result.p50Ms - base.p50Ms, 2) : '-',
       base ? fixed(result.p99Ms - base.p99Ms, 2) : '-',
       cores(result.proxyCpuSeconds, result),
+      rounds.map((r) => waitPerSecond(r.proxyWait, r)).join(', '),
+      waitEach(result.proxyWait),
+      waitPerSecond(result.backendWait, result),
       cores(result.generatorCpuSeconds, result),
     ]),
   );
