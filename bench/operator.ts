@@ -13,7 +13,7 @@
  *   npm run bench:operator -- --profile                     # + operator --cpu-prof, apiserver pprof
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
@@ -26,7 +26,7 @@ import { KubeClient } from '../lib/kube/client.ts';
 import { createLogger } from '../lib/logger.ts';
 import { SHARES as SHARE_RESOURCE, resourcePath, type Share } from '../lib/kube/resources.ts';
 import { Informer, apiSource } from '../lib/kube/informer.ts';
-import { cpuSeconds, memoryKiB, scratchDir } from './lib/processes.ts';
+import { coreWait, cpuSeconds, memoryKiB, scratchDir } from './lib/processes.ts';
 import { machineLines, markdownTable, writeMarkdown } from './lib/report.ts';
 import { summarizeProfiles } from './lib/cpu-profile.ts';
 import { goProfileTop, recordApiServerProfile } from './lib/go-profile.ts';
@@ -64,27 +64,6 @@ function metricSum(text: string, name: string, filter: (labels: string) => boole
 
 const isReady = (s: Share): boolean =>
   s.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-
-/**
- * Seconds the process's threads spent runnable but waiting for a CPU (sum of the second field of
- * /proc/<pid>/task/<tid>/schedstat): on a shared machine, how much of the wall time was the
- * machine's load rather than the work.
- */
-function runQueueWaitSeconds(pid: number): number {
-  let ns = 0;
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1] ?? 0);
-      } catch {
-        // the thread exited meanwhile
-      }
-    }
-  } catch {
-    return NaN;
-  }
-  return ns / 1e9;
-}
 
 /** CPU seconds of each named process, this one included. */
 function cpuOf(pids: Record<string, number>): Record<string, number> {
@@ -172,7 +151,7 @@ async function main(): Promise<void> {
     const base = await metrics();
     const baseRequests = metricSum(base, 'svc_operator_api_requests_total');
     const cpu0 = cpuOf(pids);
-    const waits = (): number[] => Object.values(pids).map(runQueueWaitSeconds);
+    const waits = (): number[] => Object.values(pids).map((pid) => coreWait(pid)?.waitSeconds ?? NaN);
     const wait0 = waits();
 
     const t0 = Date.now();

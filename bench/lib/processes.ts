@@ -257,18 +257,26 @@ export interface CoreWait {
  * request loses when its proxy wakes up and finds both cores taken, which a CPU profile cannot see.
  */
 export function coreWait(pid: number): CoreWait | undefined {
+  let tasks: string[];
   try {
-    let waitNs = 0;
-    let slices = 0;
-    for (const task of readdirSync(`/proc/${pid}/task`)) {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return undefined; // the process is gone
+  }
+  let waitNs = 0;
+  let slices = 0;
+  let read = 0;
+  for (const task of tasks) {
+    try {
       const fields = readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').trim().split(' ').map(Number);
       waitNs += fields[1] ?? 0;
       slices += fields[2] ?? 0;
+      read += 1;
+    } catch {
+      // the thread ended meanwhile
     }
-    return { waitSeconds: waitNs / 1e9, slices };
-  } catch {
-    return undefined; // gone, or a kernel without schedstat
   }
+  return read > 0 ? { waitSeconds: waitNs / 1e9, slices } : undefined; // none: a kernel without schedstat
 }
 
 /**
