@@ -32,10 +32,13 @@ COPY . .
 # Node's compile cache, filled here because the root filesystem is read-only at run time: starts
 # then skip type stripping and its WebAssembly parser (about 17 MiB of RSS per process). The cache
 # is keyed by V8's flags, so it is filled with the entrypoint's.
-RUN node --no-maglev bin/warm-compile-cache.js
+RUN node --no-maglev --no-parallel-scavenge bin/warm-compile-cache.js
 USER 1000:1000
 # --no-maglev: V8's mid-tier compiler took 14.5 MiB of a loaded frontend's peak RSS in a 256 MiB pod
 # (95.2 -> 80.7 MiB) at no measurable CPU per request (155 vs 154 us, same run; TurboFan still
 # optimizes what is hot; docs/benchmarks.md). V8 flags are refused in NODE_OPTIONS, hence here.
-ENTRYPOINT ["node", "--no-maglev", "/app/bin/svc.js"]
+# --no-parallel-scavenge: a loaded frontend collects its 2 MiB young generation ~160 times a second;
+# handing each collection to V8's helper threads cost 5-9 % more CPU per request than doing it on
+# the main thread (same-run pairs, pinned and not; docs/benchmarks.md, round 10).
+ENTRYPOINT ["node", "--no-maglev", "--no-parallel-scavenge", "/app/bin/svc.js"]
 CMD ["--help"]

@@ -124,6 +124,7 @@ describe('container image (Dockerfile + .dockerignore)', () => {
     const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1] ?? '[]') as string[];
     const flags = entrypoint.slice(1, -1);
     expect(flags).toContain('--no-maglev');
+    expect(flags).toContain('--no-parallel-scavenge');
     expect(dockerfile).toMatch(new RegExp(`^RUN node ${flags.join(' ')} bin/warm-compile-cache\\.js$`, 'm'));
   });
 });
