@@ -68,7 +68,7 @@ import {
 import { imageEnvironment, imageNodeFlags, warmCompileCache } from './lib/image.ts';
 import { memoryLimitArg, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
-import { oauth2ProxyBinary, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
+import { oauth2ProxyBinary, oauth2ProxyVersion, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
 import { pairedRounds, pairedSection, pinTargets } from './lib/paired.ts';
 import type { ProxyPath } from './lib/proxy-paths.ts';
 import { freePort } from './lib/ports.ts';
@@ -400,8 +400,8 @@ async function startExtraFrontend(options: FrontendProcessOptions & { label: str
 }
 
 const PEERS: readonly { build: OAuth2ProxyBuild; name: string }[] = [
-  { build: 'oauth2-proxy', name: 'oauth2-proxy v7.15.2 (defaults)' },
-  { build: 'oauth2-proxy-pool64', name: 'oauth2-proxy v7.15.2 (64 idle upstream conns)' },
+  { build: 'oauth2-proxy', name: `oauth2-proxy ${oauth2ProxyVersion()} (defaults)` },
+  { build: 'oauth2-proxy-pool64', name: `oauth2-proxy ${oauth2ProxyVersion()} (64 idle upstream conns)` },
 ];
 
 /**
@@ -417,7 +417,9 @@ async function startPeers(
   for (const [i, peer] of PEERS.entries()) {
     const port = ports[i];
     if (!oauth2ProxyBinary(peer.build) || port === undefined) {
-      process.stderr.write(`${peer.build} not built (run bench/provide-go-tools.sh): left out\n`);
+      process.stderr.write(
+        `${peer.build} ${oauth2ProxyVersion()} not built (run bench/provide-go-tools.sh): left out\n`,
+      );
       continue;
     }
     const proc = await startOAuth2Proxy({ build: peer.build, port, upstream: backend, idp });

@@ -12,12 +12,15 @@
 #                        2 idle connections per upstream host, so under concurrency most requests
 #                        open a new upstream connection)
 #   oauth2-proxy-pool64  the same source with one line added: MaxIdleConnsPerHost = 64 (and
-#                        MaxIdleConns = 64) on the upstream transport — the "tuned" peer. v7.15.2
-#                        has no option for it, so it is a build-time patch, checked below.
+#                        MaxIdleConns = 64) on the upstream transport — the "tuned" peer. The
+#                        release has no option for it, so it is a build-time patch, checked below.
 #
-# Versions are pinned so figures stay comparable between runs; oauth2-proxy v7.15.2 is the newest release the
-# module proxy here serves (v7.15.3 is refused) and its go.mod (go 1.25) builds with the local
-# toolchain. GOTOOLCHAIN=local keeps Go from downloading another toolchain.
+# Versions are pinned so figures stay comparable between runs: oauth2-proxy v7.15.6, the newest
+# release the module proxy here serves (a user installing it today gets this one; its go.mod asks
+# for go 1.26.0, which the local toolchain is). The builds are stamped with the version
+# (oauth2-proxy.version beside them): a build of another version is built again, and the bench
+# reads its label from this file's `version=` line. GOTOOLCHAIN=local keeps Go from downloading
+# another toolchain.
 #
 # Not `go install …@version`: that also asks the module proxy for the module's version list (to
 # report deprecations), which the proxy reachable here refuses (403). The module is downloaded at
@@ -25,7 +28,7 @@
 # build `go install` would do.
 set -eu
 
-version="v7.15.2"
+version="v7.15.6"
 module="github.com/oauth2-proxy/oauth2-proxy/v7"
 vegeta_version="v12.13.0"
 vegeta_module="github.com/tsenart/vegeta/v12"
@@ -63,27 +66,28 @@ else
   build "$(module_dir "$vegeta_module" "$vegeta_version")" vegeta
 fi
 
-if [ -x "$bin_dir/oauth2-proxy" ] && [ -x "$bin_dir/oauth2-proxy-pool64" ]; then
-  echo "oauth2-proxy already present in $bin_dir"
+stamp="$bin_dir/oauth2-proxy.version"
+if [ "$(cat "$stamp" 2>/dev/null)" = "$version" ] && [ -x "$bin_dir/oauth2-proxy" ] && [ -x "$bin_dir/oauth2-proxy-pool64" ]; then
+  echo "oauth2-proxy $version already present in $bin_dir"
   exit 0
 fi
 
 echo "building oauth2-proxy $version into $bin_dir (takes minutes)"
+rm -f "$stamp" "$bin_dir/oauth2-proxy" "$bin_dir/oauth2-proxy-pool64"
 module_dir="$(module_dir "$module" "$version")"
 
-[ -x "$bin_dir/oauth2-proxy" ] || build "$module_dir" oauth2-proxy
+build "$module_dir" oauth2-proxy
 
-if [ ! -x "$bin_dir/oauth2-proxy-pool64" ]; then
-  patched="$(mktemp -d)"
-  trap 'chmod -R u+w "$patched"; rm -rf "$patched"' EXIT
-  cp -R "$module_dir/." "$patched"
-  chmod -R u+w "$patched"
-  file="$patched/pkg/upstream/http.go"
-  # The first Clone() in http.go is the reverse proxy's transport (the second is the websocket one).
-  sed -i '0,/transport := http.DefaultTransport.(\*http.Transport).Clone()/s//&\n\ttransport.MaxIdleConns = 64\n\ttransport.MaxIdleConnsPerHost = 64/' "$file"
-  if [ "$(grep -c 'transport.MaxIdleConnsPerHost = 64' "$file")" != 1 ]; then
-    echo "provide-go-tools: the pool patch no longer applies to $file" >&2
-    exit 1
-  fi
-  build "$patched" oauth2-proxy-pool64
+patched="$(mktemp -d)"
+trap 'chmod -R u+w "$patched"; rm -rf "$patched"' EXIT
+cp -R "$module_dir/." "$patched"
+chmod -R u+w "$patched"
+file="$patched/pkg/upstream/http.go"
+# The first Clone() in http.go is the reverse proxy's transport (the second is the websocket one).
+sed -i '0,/transport := http.DefaultTransport.(\*http.Transport).Clone()/s//&\n\ttransport.MaxIdleConns = 64\n\ttransport.MaxIdleConnsPerHost = 64/' "$file"
+if [ "$(grep -c 'transport.MaxIdleConnsPerHost = 64' "$file")" != 1 ]; then
+  echo "provide-go-tools: the pool patch no longer applies to $file" >&2
+  exit 1
 fi
+build "$patched" oauth2-proxy-pool64
+echo "$version" >"$stamp"

@@ -1,6 +1,7 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { request } from './http.ts';
 import { startProcess, type BenchProcess } from './processes.ts';
@@ -22,9 +23,20 @@ export interface OAuth2ProxyOptions {
   readonly idp: { readonly issuer: string; readonly clientId: string; readonly clientSecret: string };
 }
 
+/** The release bench/provide-go-tools.sh pins (its `version=` line), e.g. `v7.15.6`. */
+export function oauth2ProxyVersion(): string {
+  const script = readFileSync(fileURLToPath(new URL('../provide-go-tools.sh', import.meta.url)), 'utf8');
+  const version = /^version="(v[0-9][^"]*)"$/m.exec(script)?.[1];
+  if (!version) throw new Error('bench/provide-go-tools.sh pins no oauth2-proxy version (a version="v…" line)');
+  return version;
+}
+
+/** The build's path, when it is there and was built from the pinned release (its stamp says which). */
 export function oauth2ProxyBinary(build: OAuth2ProxyBuild): string | undefined {
   const file = join(GO_TOOLS_DIR, build);
-  return existsSync(file) ? file : undefined;
+  const stamp = join(GO_TOOLS_DIR, 'oauth2-proxy.version');
+  const built = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : undefined;
+  return existsSync(file) && built === oauth2ProxyVersion() ? file : undefined;
 }
 
 /**
