@@ -3,7 +3,20 @@ import { FIXED_BODY_START } from './fixed-backend.ts';
 import type { FixedRateOptions, FixedRateResult } from './fixed-rate.ts';
 import { request } from './http.ts';
 import { runLoad, type LoadResult, type LoadTool } from './load.ts';
-import { coreWait, cpuSeconds, exitedChildrenCpuSeconds, memoryKiB, startModule, type CoreWait } from './processes.ts';
+import {
+  coreWait,
+  cpuOfEveryProcess,
+  cpuSeconds,
+  exitedChildrenCpuSeconds,
+  machineCpu,
+  majorFaults,
+  memoryKiB,
+  softirqThreadPids,
+  startModule,
+  type CoreWait,
+  type MachineCpu,
+  type ProcessCpu,
+} from './processes.ts';
 import { runVegeta, type RateTool } from './vegeta.ts';
 
 /**
@@ -51,6 +64,25 @@ export interface FixedRateRun extends FixedRateResult {
   readonly generatorCpuSeconds?: number;
   readonly proxyWait?: CoreWait;
   readonly backendWait?: CoreWait;
+  /** The kernel's softirq threads, all cores together. */
+  readonly softirqWait?: CoreWait;
+  /** Page faults of the proxy's processes that waited for a read from disk. */
+  readonly proxyMajorFaults?: number;
+  /** The processes that used the most CPU during the run (`seconds`: used during it), most first. */
+  readonly busiest?: readonly ProcessCpu[];
+  /** The machine's CPU time by kind during the run. */
+  readonly machine?: MachineCpu;
+}
+
+const BUSIEST_LISTED = 5;
+
+/** Who used the cores between two readings of every process's CPU time, most first. */
+function busiestBetween(before: Map<number, ProcessCpu>, after: Map<number, ProcessCpu>): ProcessCpu[] {
+  return [...after.values()]
+    .map((p) => ({ ...p, seconds: p.seconds - (before.get(p.pid)?.seconds ?? 0) }))
+    .filter((p) => p.seconds > 0)
+    .sort((a, b) => b.seconds - a.seconds)
+    .slice(0, BUSIEST_LISTED);
 }
 
 /** What a fixed-rate pass needs: the load's shape, the generator, and the backend whose core waits are read. */
@@ -144,8 +176,13 @@ export async function fixedRate(s: FixedRateSettings, target: Target, rate: numb
   const pids = target.proxyPids();
   const proxyBefore = cpuSecondsOf(pids);
   const proxyWaitBefore = coreWaitOf(pids);
+  const faultsBefore = majorFaultsOf(pids);
   const backendWaitBefore = s.backendPid === undefined ? undefined : coreWait(s.backendPid);
+  const softirqPids = softirqThreadPids();
+  const softirqWaitBefore = coreWaitOf(softirqPids);
   const generatorBefore = exitedChildrenCpuSeconds();
+  const everyBefore = cpuOfEveryProcess();
+  const machineBefore = machineCpu();
   let result: FixedRateResult;
   if (s.rateTool === 'vegeta') {
     result = await runVegeta(options);
@@ -160,20 +197,38 @@ export async function fixedRate(s: FixedRateSettings, target: Target, rate: numb
     await child.exited;
     result = child.ready;
   }
+  const machineAfter = machineCpu();
+  const busiest = busiestBetween(everyBefore, cpuOfEveryProcess());
   const proxyCpu = difference(proxyBefore, cpuSecondsOf(pids));
   const proxyWait = waitDifference(proxyWaitBefore, coreWaitOf(pids));
+  const proxyMajorFaults = difference(faultsBefore, majorFaultsOf(pids));
   const backendWait = waitDifference(
     backendWaitBefore,
     s.backendPid === undefined ? undefined : coreWait(s.backendPid),
   );
+  const softirqWait = softirqPids.length > 0 ? waitDifference(softirqWaitBefore, coreWaitOf(softirqPids)) : undefined;
   const generatorCpu = difference(generatorBefore, exitedChildrenCpuSeconds());
   return {
     ...result,
     ...(pids.length > 0 && proxyCpu !== undefined ? { proxyCpuSeconds: proxyCpu } : {}),
     ...(pids.length > 0 && proxyWait ? { proxyWait } : {}),
+    ...(pids.length > 0 && proxyMajorFaults !== undefined ? { proxyMajorFaults } : {}),
     ...(backendWait ? { backendWait } : {}),
+    ...(softirqWait ? { softirqWait } : {}),
     ...(generatorCpu !== undefined ? { generatorCpuSeconds: generatorCpu } : {}),
+    busiest,
+    ...(machineBefore && machineAfter ? { machine: machineDifference(machineBefore, machineAfter) } : {}),
   };
+}
+
+function machineDifference(before: MachineCpu, after: MachineCpu): MachineCpu {
+  const kinds = Object.keys(before) as (keyof MachineCpu)[];
+  return Object.fromEntries(kinds.map((kind) => [kind, after[kind] - before[kind]])) as unknown as MachineCpu;
+}
+
+/** Major page faults of several processes together; undefined when any is unknown. */
+function majorFaultsOf(pids: readonly number[]): number | undefined {
+  return sumOver(pids, majorFaults);
 }
 
 /** The core waits of several processes together; undefined when any is unknown. */
@@ -195,11 +250,15 @@ function waitDifference(before: CoreWait | undefined, after: CoreWait | undefine
 
 /** CPU seconds of several processes together; undefined when any is unknown. */
 export function cpuSecondsOf(pids: readonly number[]): number | undefined {
+  return sumOver(pids, cpuSeconds);
+}
+
+function sumOver(pids: readonly number[], read: (pid: number) => number | undefined): number | undefined {
   let total = 0;
   for (const pid of pids) {
-    const c = cpuSeconds(pid);
-    if (c === undefined) return undefined;
-    total += c;
+    const value = read(pid);
+    if (value === undefined) return undefined;
+    total += value;
   }
   return total;
 }

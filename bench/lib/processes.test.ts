@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { coreWait } from './processes.ts';
+import { readFileSync } from 'node:fs';
+import { coreWait, cpuOfEveryProcess, machineCpu, softirqThreadPids } from './processes.ts';
 
 describe('coreWait', () => {
   const children: ChildProcess[] = [];
@@ -29,5 +30,37 @@ describe('coreWait', () => {
     // Sharing one core, each spinner is runnable all the time and on it about half of it.
     expect((after?.waitSeconds ?? 0) - (before?.waitSeconds ?? 0)).toBeGreaterThan(0.2);
     expect((after?.slices ?? 0) - (before?.slices ?? 0)).toBeGreaterThan(0);
+  });
+});
+
+describe('softirqThreadPids', () => {
+  it("finds the kernel's ksoftirqd threads", () => {
+    const pids = softirqThreadPids();
+    expect(pids.length).toBeGreaterThan(0);
+    for (const pid of pids) expect(readFileSync(`/proc/${pid}/comm`, 'utf8')).toMatch(/^ksoftirqd\/\d+/);
+    expect(coreWait(pids[0] as number)).toBeDefined();
+  });
+});
+
+describe('cpuOfEveryProcess', () => {
+  it('lists this process by its command and script, and kernel threads by name', () => {
+    const every = cpuOfEveryProcess();
+    const self = every.get(process.pid);
+    expect(self?.name.split(' ')[0]).toBe(process.execPath.split('/').at(-1));
+    expect(self?.seconds).toBeGreaterThan(0);
+    expect([...every.values()].some((p) => /^\[ksoftirqd\/\d+\]$/.test(p.name))).toBe(true);
+  });
+});
+
+describe('machineCpu', () => {
+  it("counts the machine's busy time as it passes", async () => {
+    const before = machineCpu();
+    const until = Date.now() + 300;
+    while (Date.now() < until); // keep one core busy
+    await new Promise((r) => setTimeout(r, 50)); // let the tick be accounted
+    const after = machineCpu();
+    expect(before && after).toBeTruthy();
+    const busy = (m: NonNullable<typeof before>): number => m.user + m.system;
+    expect(busy(after as NonNullable<typeof after>) - busy(before as NonNullable<typeof before>)).toBeGreaterThan(0.1);
   });
 });

@@ -228,16 +228,30 @@ export function memoryKiB(pid: number): { rss?: number; peak?: number; anon?: nu
 let clockTicks: number | undefined;
 
 /** Seconds of two clock-tick fields of /proc/<pid>/stat (numbered after the command name; 11 = utime). */
-function statSeconds(path: string, first: number): number | undefined {
+/** The fields of a `/proc/<pid>/stat` after the parenthesised command name (which may contain spaces). */
+function statFields(path: string): string[] | undefined {
   try {
     const stat = readFileSync(path, 'utf8');
-    // The fields after the parenthesised command name (which may contain spaces).
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    return (Number(fields[first]) + Number(fields[first + 1])) / clockTicks;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return undefined;
   }
+}
+
+function statSeconds(path: string, first: number): number | undefined {
+  const fields = statFields(path);
+  if (!fields) return undefined;
+  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  return (Number(fields[first]) + Number(fields[first + 1])) / clockTicks;
+}
+
+/**
+ * Page faults of a live process that had to wait for a read from disk (majflt): a page of its
+ * binary or of a file it maps that the kernel had dropped. Each is a stall of the faulting thread.
+ */
+export function majorFaults(pid: number): number | undefined {
+  const fields = statFields(`/proc/${pid}/stat`);
+  return fields ? Number(fields[9]) : undefined;
 }
 
 /** CPU time (user + system) a live process has used so far, in seconds; undefined when unknown. */
@@ -277,6 +291,85 @@ export function coreWait(pid: number): CoreWait | undefined {
     }
   }
   return read > 0 ? { waitSeconds: waitNs / 1e9, slices } : undefined; // none: a kernel without schedstat
+}
+
+/**
+ * The kernel's softirq threads (`ksoftirqd/<cpu>`). Loopback packets are handed over in softirq
+ * context; when that work is deferred to these threads, every packet on that core waits until the
+ * scheduler runs them, so their wait for a core is a delay no process's own account shows.
+ */
+export function softirqThreadPids(): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').startsWith('ksoftirqd/')) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** A process seen on the machine, and the CPU seconds it has used so far. */
+export interface ProcessCpu {
+  readonly pid: number;
+  /** Its command and first two arguments (`node svc.js frontend`), or the kernel thread's name. */
+  readonly name: string;
+  readonly seconds: number;
+}
+
+/**
+ * Every process on the machine with its CPU time so far (threads included), kernel threads too:
+ * read before and after a run, the difference says who else had the cores meanwhile.
+ */
+export function cpuOfEveryProcess(): Map<number, ProcessCpu> {
+  const all = new Map<number, ProcessCpu>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    const seconds = cpuSeconds(pid);
+    if (seconds === undefined) continue;
+    all.set(pid, { pid, name: processName(pid), seconds });
+  }
+  return all;
+}
+
+function processName(pid: number): string {
+  try {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    const [command, ...args] = argv;
+    if (command !== undefined)
+      return [command, ...args.filter((arg) => !arg.startsWith('-')).slice(0, 2)]
+        .map((arg) => arg.split('/').at(-1))
+        .join(' ');
+    return `[${readFileSync(`/proc/${pid}/comm`, 'utf8').trim()}]`;
+  } catch {
+    return '?';
+  }
+}
+
+/** The machine's CPU time by kind, all cores together, in seconds (the first line of /proc/stat). */
+export interface MachineCpu {
+  readonly user: number;
+  readonly system: number;
+  readonly idle: number;
+  readonly iowait: number;
+  readonly irq: number;
+  readonly softirq: number;
+  readonly steal: number;
+}
+
+/** Read before and after a run: CPU time no process is charged with (interrupts, steal) shows here. */
+export function machineCpu(): MachineCpu | undefined {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+  const ticks = line.split(/\s+/).slice(1).map(Number);
+  if (ticks.length < 8 || ticks.some((t) => !Number.isFinite(t))) return undefined;
+  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = ticks.map(
+    (t) => t / (clockTicks as number),
+  );
+  return { user: user + nice, system, idle, iowait, irq, softirq, steal };
 }
 
 /**

@@ -76,7 +76,7 @@ function latencyMethod(
   return (
     `Open loop: ${s.latencyRounds} interleaved rounds (the median round's percentiles reported), ${how}, up to ${s.connections} connections. ` +
     "Waiting for a core: the time the process's threads were runnable but on a run queue (the kernel's schedstat), per second of the run; " +
-    'µs per wait: that time over the times they were put on a core (median round)'
+    'µs per wait: that time over the times they were put on a core (median round); ksoftirqd: the kernel threads that take over deferred network work (loopback packets wait for them); major faults: page faults of the proxy that waited for a read from disk'
   );
 }
 
@@ -114,6 +114,8 @@ export function latencySection(
       'proxy waiting for a core ms/s, each round',
       'µs per wait',
       'backend waiting ms/s',
+      'ksoftirqd waiting ms/s, each round',
+      'proxy major faults, each round',
       'generator cores',
     ],
     latencies.map(({ target, result, rounds }) => [
@@ -130,9 +132,53 @@ export function latencySection(
       rounds.map((r) => waitPerSecond(r.proxyWait, r)).join(', '),
       waitEach(result.proxyWait),
       waitPerSecond(result.backendWait, result),
+      rounds.map((r) => waitPerSecond(r.softirqWait, r)).join(', '),
+      rounds.map((r) => (r.proxyMajorFaults === undefined ? '-' : String(r.proxyMajorFaults))).join(', '),
       cores(result.generatorCpuSeconds, result),
     ]),
   );
   const title = `## Latency at a fixed rate (${base?.rate ?? '-'} req/s${layout ? `, ${layout.name}` : ''})`;
-  return [title, '', `${latencyMethod(s, latencies)}${layout ? `; ${layout.text}` : ''}.`, '', table];
+  return [
+    title,
+    '',
+    `${latencyMethod(s, latencies)}${layout ? `; ${layout.text}` : ''}.`,
+    '',
+    table,
+    ...outlierRounds(latencies),
+  ];
+}
+
+/**
+ * The rounds whose p99 stands out (over three times the contender's median round, and over 5 ms),
+ * each with the processes that used the most CPU during it and during the median round: what else
+ * had the cores when a tail went wrong.
+ */
+function outlierRounds(latencies: readonly Latency[]): string[] {
+  const busiest = (run: FixedRateRun): string =>
+    (run.busiest ?? []).map((p) => `${p.name} [${p.pid}] ${fixed(p.seconds / (run.sent / run.rate), 2)}`).join(', ') ||
+    '-';
+  const machine = (run: FixedRateRun): string => {
+    const m = run.machine;
+    if (!m) return '';
+    const seconds = run.sent / run.rate;
+    const kinds = ['user', 'system', 'softirq', 'irq', 'steal', 'iowait', 'idle'] as const;
+    return ` (machine: ${kinds.map((kind) => `${kind} ${fixed(m[kind] / seconds, 2)}`).join(', ')})`;
+  };
+  const lines = latencies.flatMap(({ target, result, rounds }) =>
+    rounds.flatMap((run, i) =>
+      run.p99Ms > Math.max(3 * result.p99Ms, 5)
+        ? [
+            `- ${target.name}, round ${i + 1}: p99 ${fixed(run.p99Ms, 2)} ms: ${busiest(run)}${machine(run)}; ` +
+              `median round (${fixed(result.p99Ms, 2)} ms): ${busiest(result)}${machine(result)}`,
+          ]
+        : [],
+    ),
+  );
+  if (lines.length === 0) return [];
+  return [
+    '',
+    'Rounds whose p99 was over three times the median round and over 5 ms, with the processes that used the most CPU during them, in cores (the load generator has exited by then: it is the generator column), and the CPU time of the whole machine by kind, in cores:',
+    '',
+    ...lines,
+  ];
 }
