@@ -8,6 +8,7 @@ import {
   cpuOfEveryProcess,
   cpuSeconds,
   exitedChildrenCpuSeconds,
+  helperThreadsCpuSeconds,
   machineCpu,
   majorFaults,
   memoryKiB,
@@ -68,6 +69,8 @@ export interface FixedRateRun extends FixedRateResult {
   readonly softirqWait?: CoreWait;
   /** Page faults of the proxy's processes that waited for a read from disk. */
   readonly proxyMajorFaults?: number;
+  /** CPU seconds of the proxy's threads other than each process's main one (V8's helpers, libuv's pool). */
+  readonly proxyHelperCpuSeconds?: number;
   /** The processes that used the most CPU during the run (`seconds`: used during it), most first. */
   readonly busiest?: readonly ProcessCpu[];
   /** The machine's CPU time by kind during the run. */
@@ -177,6 +180,7 @@ export async function fixedRate(s: FixedRateSettings, target: Target, rate: numb
   const proxyBefore = cpuSecondsOf(pids);
   const proxyWaitBefore = coreWaitOf(pids);
   const faultsBefore = majorFaultsOf(pids);
+  const helpersBefore = sumOver(pids, helperThreadsCpuSeconds);
   const backendWaitBefore = s.backendPid === undefined ? undefined : coreWait(s.backendPid);
   const softirqPids = softirqThreadPids();
   const softirqWaitBefore = coreWaitOf(softirqPids);
@@ -202,6 +206,7 @@ export async function fixedRate(s: FixedRateSettings, target: Target, rate: numb
   const proxyCpu = difference(proxyBefore, cpuSecondsOf(pids));
   const proxyWait = waitDifference(proxyWaitBefore, coreWaitOf(pids));
   const proxyMajorFaults = difference(faultsBefore, majorFaultsOf(pids));
+  const proxyHelperCpu = difference(helpersBefore, sumOver(pids, helperThreadsCpuSeconds));
   const backendWait = waitDifference(
     backendWaitBefore,
     s.backendPid === undefined ? undefined : coreWait(s.backendPid),
@@ -213,6 +218,7 @@ export async function fixedRate(s: FixedRateSettings, target: Target, rate: numb
     ...(pids.length > 0 && proxyCpu !== undefined ? { proxyCpuSeconds: proxyCpu } : {}),
     ...(pids.length > 0 && proxyWait ? { proxyWait } : {}),
     ...(pids.length > 0 && proxyMajorFaults !== undefined ? { proxyMajorFaults } : {}),
+    ...(pids.length > 0 && proxyHelperCpu !== undefined ? { proxyHelperCpuSeconds: proxyHelperCpu } : {}),
     ...(backendWait ? { backendWait } : {}),
     ...(softirqWait ? { softirqWait } : {}),
     ...(generatorCpu !== undefined ? { generatorCpuSeconds: generatorCpu } : {}),

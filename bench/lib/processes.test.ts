@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { coreWait, cpuOfEveryProcess, machineCpu, softirqThreadPids } from './processes.ts';
+import { coreWait, cpuOfEveryProcess, helperThreadsCpuSeconds, machineCpu, softirqThreadPids } from './processes.ts';
 
 describe('coreWait', () => {
   const children: ChildProcess[] = [];
@@ -15,6 +15,19 @@ describe('coreWait', () => {
 
   it('has no figure for a process that does not exist', () => {
     expect(coreWait(2 ** 22 + 1)).toBeUndefined();
+  });
+
+  it("counts a busy worker thread as the process's helper-thread CPU, not its main thread's", async () => {
+    const code =
+      "new (require('node:worker_threads').Worker)('for (;;) {}', { eval: true }); setInterval(() => {}, 1000);";
+    const child = spawn(process.execPath, ['-e', code], { stdio: 'ignore' });
+    children.push(child);
+    await new Promise((r) => setTimeout(r, 1000));
+    const before = helperThreadsCpuSeconds(child.pid as number);
+    await new Promise((r) => setTimeout(r, 500));
+    const after = helperThreadsCpuSeconds(child.pid as number);
+    expect((after ?? 0) - (before ?? 0)).toBeGreaterThan(0.2);
+    expect(helperThreadsCpuSeconds(2 ** 22 + 1)).toBeUndefined();
   });
 
   it('counts the time two busy processes on one core spend waiting for it', async () => {

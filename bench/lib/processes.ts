@@ -373,6 +373,23 @@ export function machineCpu(): MachineCpu | undefined {
 }
 
 /**
+ * CPU seconds of a process's threads other than its main one: in a Node process, V8's helpers
+ * (concurrent marking and sweeping, the optimizing compiler) and libuv's pool, whose work the event
+ * loop does not see. Threads that ended take theirs with them.
+ */
+export function helperThreadsCpuSeconds(pid: number): number | undefined {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return undefined;
+  }
+  let total = 0;
+  for (const task of tasks) if (task !== String(pid)) total += statSeconds(`/proc/${pid}/task/${task}/stat`, 11) ?? 0;
+  return total;
+}
+
+/**
  * CPU time (user + system) of this process's children that have exited and been waited for
  * (cutime + cstime): the difference around one load run is the load generator's CPU, although it
  * is gone by the time it could be read.

@@ -76,7 +76,7 @@ function latencyMethod(
   return (
     `Open loop: ${s.latencyRounds} interleaved rounds (the median round's percentiles reported), ${how}, up to ${s.connections} connections. ` +
     "Waiting for a core: the time the process's threads were runnable but on a run queue (the kernel's schedstat), per second of the run; " +
-    'µs per wait: that time over the times they were put on a core (median round); ksoftirqd: the kernel threads that take over deferred network work (loopback packets wait for them); major faults: page faults of the proxy that waited for a read from disk'
+    'µs per wait: that time over the times they were put on a core (median round); ksoftirqd: the kernel threads that take over deferred network work (loopback packets wait for them); major faults: page faults of the proxy that waited for a read from disk; helper threads: CPU of the threads of the proxy other than its main one (the concurrent collector and compiler of V8, the pool of libuv)'
   );
 }
 
@@ -95,8 +95,9 @@ export function latencySection(
   const base = latencies[0]?.result;
   const cores = (cpuSeconds: number | undefined, run: FixedRateRun): string =>
     cpuSeconds === undefined ? '-' : fixed(cpuSeconds / (run.sent / run.rate), 2);
-  const waitPerSecond = (wait: CoreWait | undefined, run: FixedRateRun): string =>
-    wait === undefined ? '-' : fixed((wait.waitSeconds * 1000) / (run.sent / run.rate), 1);
+  const msPerSecond = (seconds: number | undefined, run: FixedRateRun): string =>
+    seconds === undefined ? '-' : fixed((seconds * 1000) / (run.sent / run.rate), 1);
+  const waitPerSecond = (wait: CoreWait | undefined, run: FixedRateRun): string => msPerSecond(wait?.waitSeconds, run);
   const waitEach = (wait: CoreWait | undefined): string =>
     wait === undefined || wait.slices === 0 ? '-' : fixed((wait.waitSeconds * 1e6) / wait.slices, 0);
   const table = markdownTable(
@@ -116,6 +117,7 @@ export function latencySection(
       'backend waiting ms/s',
       'ksoftirqd waiting ms/s, each round',
       'proxy major faults, each round',
+      'proxy helper threads ms/s, each round',
       'generator cores',
     ],
     latencies.map(({ target, result, rounds }) => [
@@ -134,6 +136,7 @@ export function latencySection(
       waitPerSecond(result.backendWait, result),
       rounds.map((r) => waitPerSecond(r.softirqWait, r)).join(', '),
       rounds.map((r) => (r.proxyMajorFaults === undefined ? '-' : String(r.proxyMajorFaults))).join(', '),
+      rounds.map((r) => msPerSecond(r.proxyHelperCpuSeconds, r)).join(', '),
       cores(result.generatorCpuSeconds, result),
     ]),
   );
