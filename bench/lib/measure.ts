@@ -177,16 +177,19 @@ export async function fixedRate(s: FixedRateSettings, target: Target, rate: numb
     connections: s.connections,
   };
   const pids = target.proxyPids();
-  const proxyBefore = cpuSecondsOf(pids);
-  const proxyWaitBefore = coreWaitOf(pids);
-  const faultsBefore = majorFaultsOf(pids);
-  const helpersBefore = sumOver(pids, helperThreadsCpuSeconds);
-  const backendWaitBefore = s.backendPid === undefined ? undefined : coreWait(s.backendPid);
-  const softirqPids = softirqThreadPids();
-  const softirqWaitBefore = coreWaitOf(softirqPids);
-  const generatorBefore = exitedChildrenCpuSeconds();
-  const everyBefore = cpuOfEveryProcess();
-  const machineBefore = machineCpu();
+  const every = cpuOfEveryProcess();
+  const softirqPids = softirqThreadPids(every);
+  const read = (): Readings => ({
+    proxyCpu: cpuSecondsOf(pids),
+    proxyWait: coreWaitOf(pids),
+    proxyFaults: sumOver(pids, majorFaults),
+    proxyHelperCpu: sumOver(pids, helperThreadsCpuSeconds),
+    backendWait: s.backendPid === undefined ? undefined : coreWait(s.backendPid),
+    softirqWait: softirqPids.length > 0 ? coreWaitOf(softirqPids) : undefined,
+    generatorCpu: exitedChildrenCpuSeconds(),
+    machine: machineCpu(),
+  });
+  const before = read();
   let result: FixedRateResult;
   if (s.rateTool === 'vegeta') {
     result = await runVegeta(options);
@@ -201,18 +204,15 @@ export async function fixedRate(s: FixedRateSettings, target: Target, rate: numb
     await child.exited;
     result = child.ready;
   }
-  const machineAfter = machineCpu();
-  const busiest = busiestBetween(everyBefore, cpuOfEveryProcess());
-  const proxyCpu = difference(proxyBefore, cpuSecondsOf(pids));
-  const proxyWait = waitDifference(proxyWaitBefore, coreWaitOf(pids));
-  const proxyMajorFaults = difference(faultsBefore, majorFaultsOf(pids));
-  const proxyHelperCpu = difference(helpersBefore, sumOver(pids, helperThreadsCpuSeconds));
-  const backendWait = waitDifference(
-    backendWaitBefore,
-    s.backendPid === undefined ? undefined : coreWait(s.backendPid),
-  );
-  const softirqWait = softirqPids.length > 0 ? waitDifference(softirqWaitBefore, coreWaitOf(softirqPids)) : undefined;
-  const generatorCpu = difference(generatorBefore, exitedChildrenCpuSeconds());
+  const after = read();
+  const busiest = busiestBetween(every, cpuOfEveryProcess());
+  const proxyCpu = difference(before.proxyCpu, after.proxyCpu);
+  const proxyWait = waitDifference(before.proxyWait, after.proxyWait);
+  const proxyMajorFaults = difference(before.proxyFaults, after.proxyFaults);
+  const proxyHelperCpu = difference(before.proxyHelperCpu, after.proxyHelperCpu);
+  const backendWait = waitDifference(before.backendWait, after.backendWait);
+  const softirqWait = waitDifference(before.softirqWait, after.softirqWait);
+  const generatorCpu = difference(before.generatorCpu, after.generatorCpu);
   return {
     ...result,
     ...(pids.length > 0 && proxyCpu !== undefined ? { proxyCpuSeconds: proxyCpu } : {}),
@@ -223,18 +223,25 @@ export async function fixedRate(s: FixedRateSettings, target: Target, rate: numb
     ...(softirqWait ? { softirqWait } : {}),
     ...(generatorCpu !== undefined ? { generatorCpuSeconds: generatorCpu } : {}),
     busiest,
-    ...(machineBefore && machineAfter ? { machine: machineDifference(machineBefore, machineAfter) } : {}),
+    ...(before.machine && after.machine ? { machine: machineDifference(before.machine, after.machine) } : {}),
   };
+}
+
+/** What `fixedRate` reads just before and just after a run; the run's figures are the differences. */
+interface Readings {
+  readonly proxyCpu: number | undefined;
+  readonly proxyWait: CoreWait | undefined;
+  readonly proxyFaults: number | undefined;
+  readonly proxyHelperCpu: number | undefined;
+  readonly backendWait: CoreWait | undefined;
+  readonly softirqWait: CoreWait | undefined;
+  readonly generatorCpu: number | undefined;
+  readonly machine: MachineCpu | undefined;
 }
 
 function machineDifference(before: MachineCpu, after: MachineCpu): MachineCpu {
   const kinds = Object.keys(before) as (keyof MachineCpu)[];
   return Object.fromEntries(kinds.map((kind) => [kind, after[kind] - before[kind]])) as unknown as MachineCpu;
-}
-
-/** Major page faults of several processes together; undefined when any is unknown. */
-function majorFaultsOf(pids: readonly number[]): number | undefined {
-  return sumOver(pids, majorFaults);
 }
 
 /** The core waits of several processes together; undefined when any is unknown. */

@@ -23,11 +23,15 @@ export interface OAuth2ProxyOptions {
   readonly idp: { readonly issuer: string; readonly clientId: string; readonly clientSecret: string };
 }
 
-/** The release bench/provide-go-tools.sh pins (its `version=` line), e.g. `v7.15.6`. */
+let pinnedVersion: string | undefined;
+
+/** The release bench/provide-go-tools.sh pins (its `version=` line), e.g. `v7.15.6`. Read once. */
 export function oauth2ProxyVersion(): string {
+  if (pinnedVersion) return pinnedVersion;
   const script = readFileSync(fileURLToPath(new URL('../provide-go-tools.sh', import.meta.url)), 'utf8');
   const version = /^version="(v[0-9][^"]*)"$/m.exec(script)?.[1];
   if (!version) throw new Error('bench/provide-go-tools.sh pins no oauth2-proxy version (a version="v…" line)');
+  pinnedVersion = version;
   return version;
 }
 

@@ -227,7 +227,12 @@ export function memoryKiB(pid: number): { rss?: number; peak?: number; anon?: nu
 
 let clockTicks: number | undefined;
 
-/** Seconds of two clock-tick fields of /proc/<pid>/stat (numbered after the command name; 11 = utime). */
+/** The kernel's clock ticks per second, the unit of /proc's CPU times (asked once). */
+function ticksPerSecond(): number {
+  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  return clockTicks;
+}
+
 /** The fields of a `/proc/<pid>/stat` after the parenthesised command name (which may contain spaces). */
 function statFields(path: string): string[] | undefined {
   try {
@@ -238,11 +243,20 @@ function statFields(path: string): string[] | undefined {
   }
 }
 
+/** Seconds of two clock-tick fields of /proc/<pid>/stat (numbered after the command name; 11 = utime). */
 function statSeconds(path: string, first: number): number | undefined {
   const fields = statFields(path);
   if (!fields) return undefined;
-  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  return (Number(fields[first]) + Number(fields[first + 1])) / clockTicks;
+  return (Number(fields[first]) + Number(fields[first + 1])) / ticksPerSecond();
+}
+
+/** The ids of a live process's threads (its own pid among them), or undefined when it is gone. */
+function threadIds(pid: number): string[] | undefined {
+  try {
+    return readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -271,12 +285,8 @@ export interface CoreWait {
  * request loses when its proxy wakes up and finds both cores taken, which a CPU profile cannot see.
  */
 export function coreWait(pid: number): CoreWait | undefined {
-  let tasks: string[];
-  try {
-    tasks = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return undefined; // the process is gone
-  }
+  const tasks = threadIds(pid);
+  if (!tasks) return undefined;
   let waitNs = 0;
   let slices = 0;
   let read = 0;
@@ -296,19 +306,11 @@ export function coreWait(pid: number): CoreWait | undefined {
 /**
  * The kernel's softirq threads (`ksoftirqd/<cpu>`). Loopback packets are handed over in softirq
  * context; when that work is deferred to these threads, every packet on that core waits until the
- * scheduler runs them, so their wait for a core is a delay no process's own account shows.
+ * scheduler runs them, so their wait for a core is a delay no process's own account shows. Taken
+ * from a reading of every process (kernel threads are named in brackets there).
  */
-export function softirqThreadPids(): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').startsWith('ksoftirqd/')) pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
+export function softirqThreadPids(every: Map<number, ProcessCpu> = cpuOfEveryProcess()): number[] {
+  return [...every.values()].filter((p) => p.name.startsWith('[ksoftirqd/')).map((p) => p.pid);
 }
 
 /** A process seen on the machine, and the CPU seconds it has used so far. */
@@ -325,9 +327,9 @@ export interface ProcessCpu {
  */
 export function cpuOfEveryProcess(): Map<number, ProcessCpu> {
   const all = new Map<number, ProcessCpu>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const pid = Number(entry);
+  for (const pid of readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number)) {
     const seconds = cpuSeconds(pid);
     if (seconds === undefined) continue;
     all.set(pid, { pid, name: processName(pid), seconds });
@@ -365,9 +367,8 @@ export function machineCpu(): MachineCpu | undefined {
   const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
   const ticks = line.split(/\s+/).slice(1).map(Number);
   if (ticks.length < 8 || ticks.some((t) => !Number.isFinite(t))) return undefined;
-  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
   const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = ticks.map(
-    (t) => t / (clockTicks as number),
+    (t) => t / ticksPerSecond(),
   );
   return { user: user + nice, system, idle, iowait, irq, softirq, steal };
 }
@@ -378,12 +379,8 @@ export function machineCpu(): MachineCpu | undefined {
  * loop does not see. Threads that ended take theirs with them.
  */
 export function helperThreadsCpuSeconds(pid: number): number | undefined {
-  let tasks: string[];
-  try {
-    tasks = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return undefined;
-  }
+  const tasks = threadIds(pid);
+  if (!tasks) return undefined;
   let total = 0;
   for (const task of tasks) if (task !== String(pid)) total += statSeconds(`/proc/${pid}/task/${task}/stat`, 11) ?? 0;
   return total;
