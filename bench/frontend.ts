@@ -86,6 +86,7 @@ import {
   latencySection,
   type LatencyLayout,
   machineLines,
+  onCorePerRequest,
   markdownTable,
   mib,
   perRequestUs,
@@ -509,21 +510,24 @@ function formatReport(
   const tunedPeer = results.find((r) => r.target.name.includes('idle upstream'))?.load;
   const cores = (seconds: number | undefined, r: LoadResult): number | undefined =>
     seconds === undefined ? undefined : seconds / r.durationSeconds;
-  const rows = results.map(({ target, load, proxyCpuSeconds, backendCpuSeconds, loadCpuSeconds, peakRssKiB }) => [
-    target.name,
-    fixed(load.requestsPerSecond, 0),
-    fixed(load.p50Ms, load.tool === 'wrk' ? 2 : 0),
-    fixed(load.p99Ms, load.tool === 'wrk' ? 2 : 0),
-    `${load.non2xx} / ${load.errors}`,
-    ratio(load.requestsPerSecond, direct?.requestsPerSecond),
-    ratio(load.requestsPerSecond, peer?.requestsPerSecond),
-    ratio(load.requestsPerSecond, tunedPeer?.requestsPerSecond),
-    fixed(perRequestUs(proxyCpuSeconds, load.requests), 0),
-    fixed(cores(proxyCpuSeconds, load), 2),
-    fixed(perRequestUs(backendCpuSeconds, load.requests), 0),
-    fixed(cores(loadCpuSeconds, load), 2),
-    mib(peakRssKiB),
-  ]);
+  const rows = results.map(
+    ({ target, load, proxyCpuSeconds, proxyWait, backendCpuSeconds, loadCpuSeconds, peakRssKiB }) => [
+      target.name,
+      fixed(load.requestsPerSecond, 0),
+      fixed(load.p50Ms, load.tool === 'wrk' ? 2 : 0),
+      fixed(load.p99Ms, load.tool === 'wrk' ? 2 : 0),
+      `${load.non2xx} / ${load.errors}`,
+      ratio(load.requestsPerSecond, direct?.requestsPerSecond),
+      ratio(load.requestsPerSecond, peer?.requestsPerSecond),
+      ratio(load.requestsPerSecond, tunedPeer?.requestsPerSecond),
+      fixed(perRequestUs(proxyCpuSeconds, load.requests), 0),
+      fixed(cores(proxyCpuSeconds, load), 2),
+      onCorePerRequest(proxyWait, load.requests),
+      fixed(perRequestUs(backendCpuSeconds, load.requests), 0),
+      fixed(cores(loadCpuSeconds, load), 2),
+      mib(peakRssKiB),
+    ],
+  );
   return [
     '# Frontend benchmark — last run',
     '',
@@ -556,6 +560,7 @@ function formatReport(
         'vs oauth2-proxy tuned',
         'proxy CPU µs/req',
         'proxy cores',
+        'proxy on a core per req',
         'backend CPU µs/req',
         'load gen cores',
         'proxy peak RSS',

@@ -44,6 +44,8 @@ export interface Measured {
   readonly proxyCpuSecondsEach?: readonly number[];
   readonly backendCpuSeconds?: number;
   readonly loadCpuSeconds?: number;
+  /** The proxy's core waits over the run; `slices` per request is how often it was put on a core for each. */
+  readonly proxyWait?: CoreWait;
   /** VmHWM of the memory processes together, and of each in `memoryPids` order. */
   readonly peakRssKiB?: number;
   readonly peakRssKiBEach?: readonly number[];
@@ -116,11 +118,13 @@ export async function measure(s: LoadSettings, target: Target, backendPid: numbe
   if (s.warmupSeconds > 0) await runLoad(s.tool, { ...base, durationSeconds: s.warmupSeconds });
   const pids = target.proxyPids();
   const proxyBefore = pids.map(cpuSeconds);
+  const waitBefore = coreWaitOf(pids);
   const backendBefore = cpuSeconds(backendPid);
   const loadBefore = exitedChildrenCpuSeconds();
   const load = await runLoad(s.tool, { ...base, durationSeconds: s.durationSeconds });
   const loadAfter = exitedChildrenCpuSeconds();
   const proxyEach = pids.map((pid, i) => difference(proxyBefore[i], cpuSeconds(pid)));
+  const proxyWait = waitDifference(waitBefore, coreWaitOf(pids));
   const backendAfter = cpuSeconds(backendPid);
   const peaks = (target.memoryPids?.() ?? []).map((pid) => memoryKiB(pid).peak);
   const known = <T>(values: (T | undefined)[]): values is T[] => values.every((v) => v !== undefined);
@@ -131,6 +135,7 @@ export async function measure(s: LoadSettings, target: Target, backendPid: numbe
     target,
     load,
     ...(pids.length > 0 && known(proxyEach) ? { proxyCpuSeconds: sum(proxyEach), proxyCpuSecondsEach: proxyEach } : {}),
+    ...(pids.length > 0 && proxyWait ? { proxyWait } : {}),
     ...(peaks.length > 0 && known(peaks) ? { peakRssKiB: sum(peaks), peakRssKiBEach: peaks } : {}),
     ...(loadCpu !== undefined ? { loadCpuSeconds: loadCpu } : {}),
     ...(backendCpu !== undefined ? { backendCpuSeconds: backendCpu } : {}),

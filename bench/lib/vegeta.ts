@@ -50,7 +50,7 @@ export async function runVegeta(options: FixedRateOptions): Promise<FixedRateRes
       '-timeout=30s',
       `-output=${results}`,
     ];
-    await run(binary, args);
+    await run(binary, args, GENERATOR_ENV);
     const { stdout } = await promisify(execFile)(binary, ['report', '-type=json', results], { maxBuffer: 16 << 20 });
     const report = JSON.parse(stdout) as VegetaReport;
     const codes = Object.entries(report.status_codes);
@@ -79,10 +79,18 @@ function canonical(name: string): string {
   return name.replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => dash + letter.toUpperCase());
 }
 
+/**
+ * The attack runs without Go's garbage collector until it holds 2 GiB (a 5 s run at 5,000 req/s
+ * allocates about 0.5 GiB): a collection pauses the goroutines that time the replies, and with it on,
+ * the backend's own p99 at 5,553 req/s was 1.0–1.6 ms against 0.5–0.7 without, six alternating
+ * rounds each (docs/benchmarks.md, round 11). That was the generator's tail, not the servers'.
+ */
+const GENERATOR_ENV = { GOGC: 'off', GOMEMLIMIT: '2GiB' };
+
 /** Runs a command to completion (its stderr in the error when it fails). */
-function run(command: string, args: readonly string[]): Promise<void> {
+function run(command: string, args: readonly string[], env: Readonly<Record<string, string>>): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.once('error', reject);
