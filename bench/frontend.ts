@@ -69,8 +69,9 @@ import { imageEnvironment, imageNodeFlags, warmCompileCache } from './lib/image.
 import { memoryLimitArg, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, oauth2ProxyVersion, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
-import { pairedRounds, pairedSection, pinTargets } from './lib/paired.ts';
+import { pairedRounds, pairedSection, pinTargets, roundRatios, type PairedRounds } from './lib/paired.ts';
 import type { ProxyPath } from './lib/proxy-paths.ts';
+import { judgeTargets, targetsSection } from './lib/targets.ts';
 import { freePort } from './lib/ports.ts';
 import {
   childPids,
@@ -88,6 +89,7 @@ import {
   machineLines,
   onCorePerRequest,
   markdownTable,
+  median,
   mib,
   perRequestUs,
   ratio,
@@ -100,6 +102,8 @@ const CHART_FILE = fileURLToPath(new URL('../docs/benchmarks/frontend.svg', impo
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BODY_BYTES = 64;
+/** The contender issue #12's targets are about: one frontend process, a logged-in visitor. */
+const OAUTH_SHARE = 'frontend, OAuth share (authenticated)';
 
 /** Arrival rate of the latency runs (`--rate auto`): half of the frontend OAuth share's saturation rate. */
 interface Settings extends LoadArgs {
@@ -283,7 +287,7 @@ async function main(): Promise<number> {
         memoryPids: () => [frontend.pid],
       },
       {
-        name: 'frontend, OAuth share (authenticated)',
+        name: OAUTH_SHARE,
         url: `http://127.0.0.1:${frontendPort}/`,
         headers: { host: shareUrl('login').host, cookie },
         proxyPids: frontendPids,
@@ -304,11 +308,14 @@ async function main(): Promise<number> {
     const memoryAfter = memoryKiB(frontend.pid);
     const heapAfter = await heapUsedMiB(metricsPort);
 
-    const frontendOAuth = results.find((r) => r.target.name.startsWith('frontend, OAuth'));
+    const frontendOAuth = results.find((r) => r.target.name === OAUTH_SHARE);
     const saturation = frontendOAuth?.load.requestsPerSecond ?? 2000;
-    const rates = s.rate !== undefined ? [s.rate] : s.latencyAt.map((f) => Math.max(1, Math.floor(saturation * f)));
+    const rates: { rate: number; fraction?: number }[] =
+      s.rate !== undefined
+        ? [{ rate: s.rate }]
+        : s.latencyAt.map((fraction) => ({ rate: Math.max(1, Math.floor(saturation * fraction)), fraction }));
     const latencySets: LatencySet[] = [];
-    for (const rate of s.latency ? rates : []) {
+    for (const { rate, fraction } of s.latency ? rates : []) {
       for (const pin of s.latencyPin) {
         const pinned = pin ? pinTargets(targets, backend.pid) : undefined;
         if (pin && !pinned) continue; // one core, or no taskset: the unpinned pass is all there is
@@ -317,6 +324,7 @@ async function main(): Promise<number> {
           layout: pinned
             ? { name: 'proxies pinned', text: pinned.text }
             : { name: 'unpinned', text: 'not pinned: every process may run on any core' },
+          ...(fraction === undefined ? {} : { fraction }),
         });
         pinned?.restore();
       }
@@ -326,7 +334,7 @@ async function main(): Promise<number> {
       'bare http.request proxy',
       'bare pipe with header lists',
       'frontend, open share',
-      'frontend, OAuth share',
+      OAUTH_SHARE,
     ].map((prefix) => targets.find((t) => t.name.startsWith(prefix)) as Target);
     const paired =
       s.pairRounds > 0
@@ -347,7 +355,7 @@ async function main(): Promise<number> {
       startup,
       loadBefore,
       extras.map((e) => ({ ...e, memoryAfter: e.memory() })),
-      paired && pairedSection('The frontend against the bare pipes, paired rounds', paired, s.pairSeconds, [0, 1]),
+      paired,
     );
     process.stdout.write(report);
     await writeMarkdown(REPORT_FILE, report);
@@ -448,6 +456,15 @@ async function startPeers(
 interface LatencySet {
   readonly latencies: readonly Latency[];
   readonly layout: LatencyLayout;
+  /** The rate as a fraction of the frontend OAuth share's saturation (absent with `--rate`). */
+  readonly fraction?: number;
+}
+
+/** A contender's p99 over the first row's (direct), at one fixed rate. */
+function addedP99(latencies: readonly Latency[], name: string): number | undefined {
+  const base = latencies[0]?.result;
+  const row = latencies.find((l) => l.target.name === name)?.result;
+  return base && row ? row.p99Ms - base.p99Ms : undefined;
 }
 
 /** The frontend's JS heap in use (MiB), from its own Prometheus metrics. */
@@ -503,7 +520,7 @@ function formatReport(
   startup: Startup,
   loadBefore: number[],
   extras: readonly (ExtraFrontend & { memoryAfter: { rss?: number; peak?: number; anon?: number } })[],
-  pairedText: string | undefined,
+  paired: PairedRounds | undefined,
 ): string {
   const direct = results[0]?.load;
   const peer = results.find((r) => r.target.name.includes('defaults'))?.load;
@@ -572,7 +589,22 @@ function formatReport(
       ? latencySets.flatMap((set) => [...latencySection(set.latencies, 'configuration', s, set.layout), ''])
       : ['(no fixed-rate latency runs: `--latency no`)']),
     '',
-    ...(pairedText ? [pairedText] : []),
+    ...(paired
+      ? [pairedSection('The frontend against the bare pipes, paired rounds', paired, s.pairSeconds, [0, 1])]
+      : []),
+    ...targetsSection(
+      judgeTargets({
+        oauthShareRps: results.find((r) => r.target.name === OAUTH_SHARE)?.load.requestsPerSecond,
+        peerRps: peer?.requestsPerSecond,
+        tunedPeerRps: tunedPeer?.requestsPerSecond,
+        barePipeRatio: paired && median(roundRatios(paired, paired.names.indexOf(OAUTH_SHARE), 0)),
+        halfSaturationP99: latencySets
+          .filter((set) => set.fraction === 0.5)
+          .map((set) => ({ layout: set.layout.name, addedMs: addedP99(set.latencies, OAUTH_SHARE) })),
+        peakRssMiB: memory.after.peak === undefined ? undefined : memory.after.peak / 1024,
+        readyMs: startup.readyMs,
+      }),
+    ),
     `Frontend start-up (spawn of \`node bin/svc.js frontend\` → listening / → /readyz 200, provider discovery included): ` +
       `${fixed(startup.listeningMs, 0)} ms / ${fixed(startup.readyMs, 0)} ms.`,
     '',

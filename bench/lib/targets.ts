@@ -1,0 +1,115 @@
+import { fixed, markdownTable } from './report.ts';
+
+/**
+ * Issue #12's targets for the frontend, judged from one run's own figures, so that every report
+ * says which it met and by how much it missed the others (the status table in docs/benchmarks.md
+ * gathers them over runs). A figure the run did not measure gives no verdict rather than a guess.
+ */
+export interface FrontendFigures {
+  /** Saturation req/s of the frontend's OAuth share and of oauth2-proxy as released and tuned. */
+  readonly oauthShareRps: number | undefined;
+  readonly peerRps: number | undefined;
+  readonly tunedPeerRps: number | undefined;
+  /** Median same-round ratio of the OAuth share's CPU per request to the bare `http.request` pipe's. */
+  readonly barePipeRatio: number | undefined;
+  /** The OAuth share's p99 added over direct at half its saturation rate, per core layout. */
+  readonly halfSaturationP99: readonly { readonly layout: string; readonly addedMs: number | undefined }[];
+  readonly peakRssMiB: number | undefined;
+  readonly readyMs: number | undefined;
+}
+
+export interface Verdict {
+  readonly target: string;
+  readonly figure: string;
+  /** undefined: not measured in this run. */
+  readonly met: boolean | undefined;
+  /** How far from the limit, in the target's own unit ("by 4.43 ms"), when missed. */
+  readonly miss?: string;
+}
+
+export const TARGETS = {
+  throughputRatio: 1.0,
+  barePipeRatio: 1.1,
+  addedP99Ms: 1.0,
+  peakRssMiB: 80,
+  readyMs: 500,
+} as const;
+
+export function judgeTargets(f: FrontendFigures): Verdict[] {
+  const atLeast = (target: string, value: number | undefined, limit: number, text: (v: number) => string): Verdict =>
+    value === undefined
+      ? { target, figure: '-', met: undefined }
+      : {
+          target,
+          figure: text(value),
+          met: value >= limit,
+          ...(value < limit ? { miss: `by ${fixed(limit - value, 2)}×` } : {}),
+        };
+  const atMost = (
+    target: string,
+    value: number | undefined,
+    limit: number,
+    text: (v: number) => string,
+    unit: string,
+  ): Verdict =>
+    value === undefined
+      ? { target, figure: '-', met: undefined }
+      : {
+          target,
+          figure: text(value),
+          met: value <= limit,
+          ...(value > limit ? { miss: `by ${fixed(value - limit, unit === '×' ? 2 : 1)}${unit}` } : {}),
+        };
+  const ratio = (a: number | undefined, b: number | undefined): number | undefined =>
+    a === undefined || b === undefined || b <= 0 ? undefined : a / b;
+  const times = (v: number): string => `${fixed(v, 2)}×`;
+  return [
+    atLeast(
+      'throughput ≥ 1.0× oauth2-proxy (defaults)',
+      ratio(f.oauthShareRps, f.peerRps),
+      TARGETS.throughputRatio,
+      times,
+    ),
+    atLeast(
+      'throughput ≥ 1.0× oauth2-proxy (64 idle upstream connections)',
+      ratio(f.oauthShareRps, f.tunedPeerRps),
+      TARGETS.throughputRatio,
+      times,
+    ),
+    atMost(
+      'CPU per request within 10 % of the bare http.request pipe (paired rounds)',
+      f.barePipeRatio,
+      TARGETS.barePipeRatio,
+      times,
+      '×',
+    ),
+    ...f.halfSaturationP99.map((p) =>
+      atMost(
+        `p99 added over direct ≤ 1 ms at half saturation (${p.layout})`,
+        p.addedMs,
+        TARGETS.addedP99Ms,
+        (v) => `${fixed(v, 2)} ms`,
+        ' ms',
+      ),
+    ),
+    atMost('peak RSS ≤ 80 MiB', f.peakRssMiB, TARGETS.peakRssMiB, (v) => `${fixed(v, 1)} MiB`, ' MiB'),
+    atMost('start-up to ready ≤ 500 ms', f.readyMs, TARGETS.readyMs, (v) => `${fixed(v, 0)} ms`, ' ms'),
+  ];
+}
+
+/** The verdicts as a Markdown section. */
+export function targetsSection(verdicts: readonly Verdict[]): string[] {
+  const word = (v: Verdict): string =>
+    v.met === undefined ? 'not measured in this run' : v.met ? 'met' : `**missed** ${v.miss ?? ''}`.trim();
+  return [
+    '## Issue #12 targets in this run',
+    '',
+    markdownTable(
+      ['target', 'this run', 'verdict'],
+      verdicts.map((v) => [v.target, v.figure, word(v)]),
+    ),
+    '',
+    "What limits the targets this machine misses, with profiles: docs/benchmarks.md's status table.",
+    '',
+  ];
+}
