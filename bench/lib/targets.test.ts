@@ -24,7 +24,7 @@ describe('issue #12 targets judged from one run', () => {
     expect(by('p99 added over direct ≤ 1 ms at half saturation (unpinned)')).toMatchObject({
       figure: '5.43 ms',
       met: false,
-      miss: 'by 4.4 ms',
+      miss: 'by 4.43 ms',
     });
     expect(by('p99 added over direct ≤ 1 ms at half saturation (proxies pinned)')).toMatchObject({ met: true });
     expect(by('peak RSS')).toMatchObject({ figure: '82.2 MiB', met: false, miss: 'by 2.2 MiB' });

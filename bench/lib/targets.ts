@@ -36,65 +36,48 @@ export const TARGETS = {
 } as const;
 
 export function judgeTargets(f: FrontendFigures): Verdict[] {
-  const atLeast = (target: string, value: number | undefined, limit: number, text: (v: number) => string): Verdict =>
-    value === undefined
-      ? { target, figure: '-', met: undefined }
-      : {
-          target,
-          figure: text(value),
-          met: value >= limit,
-          ...(value < limit ? { miss: `by ${fixed(limit - value, 2)}×` } : {}),
-        };
-  const atMost = (
-    target: string,
-    value: number | undefined,
-    limit: number,
-    text: (v: number) => string,
-    unit: string,
-  ): Verdict =>
-    value === undefined
-      ? { target, figure: '-', met: undefined }
-      : {
-          target,
-          figure: text(value),
-          met: value <= limit,
-          ...(value > limit ? { miss: `by ${fixed(value - limit, unit === '×' ? 2 : 1)}${unit}` } : {}),
-        };
   const ratio = (a: number | undefined, b: number | undefined): number | undefined =>
     a === undefined || b === undefined || b <= 0 ? undefined : a / b;
   const times = (v: number): string => `${fixed(v, 2)}×`;
+  const ms = (v: number): string => `${fixed(v, 2)} ms`;
   return [
-    atLeast(
-      'throughput ≥ 1.0× oauth2-proxy (defaults)',
-      ratio(f.oauthShareRps, f.peerRps),
-      TARGETS.throughputRatio,
-      times,
-    ),
-    atLeast(
-      'throughput ≥ 1.0× oauth2-proxy (64 idle upstream connections)',
-      ratio(f.oauthShareRps, f.tunedPeerRps),
-      TARGETS.throughputRatio,
-      times,
-    ),
-    atMost(
-      'CPU per request within 10 % of the bare http.request pipe (paired rounds)',
-      f.barePipeRatio,
-      TARGETS.barePipeRatio,
-      times,
-      '×',
-    ),
+    judge('throughput ≥ 1.0× oauth2-proxy (defaults)', ratio(f.oauthShareRps, f.peerRps), {
+      atLeast: TARGETS.throughputRatio,
+      format: times,
+    }),
+    judge('throughput ≥ 1.0× oauth2-proxy (64 idle upstream connections)', ratio(f.oauthShareRps, f.tunedPeerRps), {
+      atLeast: TARGETS.throughputRatio,
+      format: times,
+    }),
+    judge('CPU per request within 10 % of the bare http.request pipe (paired rounds)', f.barePipeRatio, {
+      atMost: TARGETS.barePipeRatio,
+      format: times,
+    }),
     ...f.halfSaturationP99.map((p) =>
-      atMost(
-        `p99 added over direct ≤ 1 ms at half saturation (${p.layout})`,
-        p.addedMs,
-        TARGETS.addedP99Ms,
-        (v) => `${fixed(v, 2)} ms`,
-        ' ms',
-      ),
+      judge(`p99 added over direct ≤ 1 ms at half saturation (${p.layout})`, p.addedMs, {
+        atMost: TARGETS.addedP99Ms,
+        format: ms,
+      }),
     ),
-    atMost('peak RSS ≤ 80 MiB', f.peakRssMiB, TARGETS.peakRssMiB, (v) => `${fixed(v, 1)} MiB`, ' MiB'),
-    atMost('start-up to ready ≤ 500 ms', f.readyMs, TARGETS.readyMs, (v) => `${fixed(v, 0)} ms`, ' ms'),
+    judge('peak RSS ≤ 80 MiB', f.peakRssMiB, { atMost: TARGETS.peakRssMiB, format: (v) => `${fixed(v, 1)} MiB` }),
+    judge('start-up to ready ≤ 500 ms', f.readyMs, { atMost: TARGETS.readyMs, format: (v) => `${fixed(v, 0)} ms` }),
   ];
+}
+
+/** A figure against a lower or an upper limit; a miss is the distance to the limit, in the figure's own format. */
+function judge(
+  target: string,
+  value: number | undefined,
+  limit: ({ atLeast: number } | { atMost: number }) & { format: (v: number) => string },
+): Verdict {
+  if (value === undefined) return { target, figure: '-', met: undefined };
+  const short = 'atLeast' in limit ? limit.atLeast - value : value - limit.atMost;
+  return {
+    target,
+    figure: limit.format(value),
+    met: short <= 0,
+    ...(short > 0 ? { miss: `by ${limit.format(short)}` } : {}),
+  };
 }
 
 /** The verdicts as a Markdown section. */
