@@ -76,7 +76,7 @@ function latencyMethod(
   return (
     `Open loop: ${s.latencyRounds} interleaved rounds (the median round's percentiles reported), ${how}, up to ${s.connections} connections. ` +
     "Waiting for a core: the time the process's threads were runnable but on a run queue (the kernel's schedstat), per second of the run; " +
-    'µs per wait: that time over the times they were put on a core (median round); on a core per req: those times per request (a process that sleeps between requests pays a wake-up, and cold caches, for each);  ksoftirqd: the kernel threads that take over deferred network work (loopback packets wait for them); major faults: page faults of the proxy that waited for a read from disk; helper threads: CPU of the threads of the proxy other than its main one (the concurrent collector and compiler of V8, the pool of libuv)'
+    'µs per wait: that time over the times they were put on a core (median round); on a core per req: those times per request (a process that sleeps between requests pays a wake-up, and cold caches, for each); ksoftirqd: the kernel threads that take over deferred network work (loopback packets wait for them); major faults: page faults of the proxy that waited for a read from disk; helper threads: CPU of the threads of the proxy other than its main one (the concurrent collector and compiler of V8, the pool of libuv)'
   );
 }
 
@@ -138,7 +138,7 @@ export function latencySection(
       base ? fixed(result.p50Ms - base.p50Ms, 2) : '-',
       base ? fixed(result.p99Ms - base.p99Ms, 2) : '-',
       cores(result.proxyCpuSeconds, result),
-      result.proxyCpuSeconds === undefined ? '-' : fixed((result.proxyCpuSeconds * 1e6) / result.sent, 0),
+      fixed(perRequestUs(result.proxyCpuSeconds, result.sent), 0),
       onCorePerRequest(result.proxyWait, result.sent),
       rounds.map((r) => waitPerSecond(r.proxyWait, r)).join(', '),
       waitEach(result.proxyWait),
