@@ -83,6 +83,7 @@ import {
   stopAll,
 } from './lib/processes.ts';
 import {
+  addedOverDirect,
   fixed,
   latencySection,
   type LatencyLayout,
@@ -460,13 +461,6 @@ interface LatencySet {
   readonly fraction?: number;
 }
 
-/** A contender's p99 over the first row's (direct), at one fixed rate. */
-function addedP99(latencies: readonly Latency[], name: string): number | undefined {
-  const base = latencies[0]?.result;
-  const row = latencies.find((l) => l.target.name === name)?.result;
-  return base && row ? row.p99Ms - base.p99Ms : undefined;
-}
-
 /** The frontend's JS heap in use (MiB), from its own Prometheus metrics. */
 async function heapUsedMiB(metricsPort: number): Promise<number | undefined> {
   const reply = await request(new URL(`http://127.0.0.1:${metricsPort}/metrics`)).catch(() => undefined);
@@ -539,7 +533,7 @@ function formatReport(
       ratio(load.requestsPerSecond, tunedPeer?.requestsPerSecond),
       fixed(perRequestUs(proxyCpuSeconds, load.requests), 0),
       fixed(cores(proxyCpuSeconds, load), 2),
-      onCorePerRequest(proxyWait, load.requests),
+      fixed(onCorePerRequest(proxyWait, load.requests), 2),
       fixed(perRequestUs(backendCpuSeconds, load.requests), 0),
       fixed(cores(loadCpuSeconds, load), 2),
       mib(peakRssKiB),
@@ -600,7 +594,14 @@ function formatReport(
         barePipeRatio: paired && median(roundRatios(paired, paired.names.indexOf(OAUTH_SHARE), 0)),
         halfSaturationP99: latencySets
           .filter((set) => set.fraction === 0.5)
-          .map((set) => ({ layout: set.layout.name, addedMs: addedP99(set.latencies, OAUTH_SHARE) })),
+          .map((set) => ({
+            layout: set.layout.name,
+            addedMs: addedOverDirect(
+              set.latencies,
+              set.latencies.find((l) => l.target.name === OAUTH_SHARE)?.result,
+              (r) => r.p99Ms,
+            ),
+          })),
         peakRssMiB: memory.after.peak === undefined ? undefined : memory.after.peak / 1024,
         readyMs: startup.readyMs,
       }),

@@ -62,7 +62,6 @@ export function machineLines(loadBefore: readonly number[]): string[] {
   ];
 }
 
-/** The fixed-rate latency section: the first row is the baseline (direct) that added latency is measured against. */
 /** How the fixed-rate runs were made. */
 function latencyMethod(
   s: { readonly latencyRounds: number; readonly connections: number },
@@ -81,8 +80,18 @@ function latencyMethod(
 }
 
 /** How many times a proxy's threads were put on a core per request, from its core waits over a run. */
-export function onCorePerRequest(wait: CoreWait | undefined, requests: number): string {
-  return wait === undefined || requests === 0 ? '-' : fixed(wait.slices / requests, 2);
+export function onCorePerRequest(wait: CoreWait | undefined, requests: number): number | undefined {
+  return wait === undefined || requests === 0 ? undefined : wait.slices / requests;
+}
+
+/** A run's figure over the first row's (direct, the baseline every fixed-rate pass starts with). */
+export function addedOverDirect(
+  latencies: readonly Latency[],
+  run: FixedRateRun | undefined,
+  pick: (run: FixedRateRun) => number,
+): number | undefined {
+  const base = latencies[0]?.result;
+  return base && run ? pick(run) - pick(base) : undefined;
 }
 
 /** How the processes of a fixed-rate pass sat on the cores: a short name for the title, a sentence for the method. */
@@ -91,6 +100,7 @@ export interface LatencyLayout {
   readonly text: string;
 }
 
+/** The fixed-rate latency section: the first row is the baseline (direct) that added latency is measured against. */
 export function latencySection(
   latencies: readonly Latency[],
   firstColumn: string,
@@ -135,11 +145,17 @@ export function latencySection(
       fixed(result.p99Ms, 2),
       rounds.map((r) => fixed(r.p99Ms, 2)).join(', '),
       `${result.non2xx} / ${result.errors}`,
-      base ? fixed(result.p50Ms - base.p50Ms, 2) : '-',
-      base ? fixed(result.p99Ms - base.p99Ms, 2) : '-',
+      fixed(
+        addedOverDirect(latencies, result, (r) => r.p50Ms),
+        2,
+      ),
+      fixed(
+        addedOverDirect(latencies, result, (r) => r.p99Ms),
+        2,
+      ),
       cores(result.proxyCpuSeconds, result),
       fixed(perRequestUs(result.proxyCpuSeconds, result.sent), 0),
-      onCorePerRequest(result.proxyWait, result.sent),
+      fixed(onCorePerRequest(result.proxyWait, result.sent), 2),
       rounds.map((r) => waitPerSecond(r.proxyWait, r)).join(', '),
       waitEach(result.proxyWait),
       waitPerSecond(result.backendWait, result),
