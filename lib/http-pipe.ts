@@ -166,6 +166,11 @@ function hasBody(req: IncomingMessage): boolean {
 /** Nothing dropped: an upgrade's Connection and Upgrade headers are what it asks the backend for. */
 const NONE: ReadonlySet<string> = new Set();
 
+/** A proxied request's headers as sent to the backend: hop-by-hop ones dropped, Host the target's. */
+export function backendRequestHeaders(headers: BackendHeaders, host: string): BackendHeaders {
+  return requestHeaders(headers, host, HOP_BY_HOP_REQUEST);
+}
+
 /** The backend's headers less the `dropped` ones (hop-by-hop for a request), its Host the target's. */
 function requestHeaders(headers: BackendHeaders, host: string, dropped: ReadonlySet<string>): BackendHeaders {
   const out: BackendHeaders = ['host', host];
@@ -188,7 +193,7 @@ function responseHeaders(raw: readonly string[], setCookie: string | undefined):
 }
 
 /** The target's own path prefix (a share may point at `http://host/app/`) joined with the request's. */
-function joinPath(prefix: string, path: string): string {
+export function joinPath(prefix: string, path: string): string {
   if (prefix === '/' || prefix === '') return path;
   return `${prefix.replace(/\/$/, '')}/${path.replace(/^\//, '')}`;
 }

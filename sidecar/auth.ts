@@ -84,7 +84,7 @@ export class Authenticator {
    * authorize (refresh, login or refusal).
    */
   currentSession(
-    req: IncomingMessage,
+    req: Pick<IncomingMessage, 'headers'>,
     share: ShareRoute,
     oauth: NonNullable<ShareRoute['oauth']>,
   ): Session | undefined {
@@ -320,7 +320,7 @@ export class Authenticator {
    * a copy of a cookie made before logout would otherwise stay usable until the next re-check; other
    * replicas learn of the logout at that re-check, when the revoked tokens fail.
    */
-  private sessionsOf(req: IncomingMessage): readonly Session[] {
+  private sessionsOf(req: Pick<IncomingMessage, 'headers'>): readonly Session[] {
     const jar = this.sessions.read(req.headers.cookie);
     if (!this.shared.anyLoggedOut) return jar;
     return jar.filter((s) => this.shared.loggedOutUntil(s.id) === undefined);
@@ -328,7 +328,7 @@ export class Authenticator {
 
   /** The request's session for this share and its provider (a configured one), if any. */
   private sessionFor(
-    req: IncomingMessage,
+    req: Pick<IncomingMessage, 'headers'>,
     share: ShareRoute,
     oauth: NonNullable<ShareRoute['oauth']>,
   ): Session | undefined {

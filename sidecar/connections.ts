@@ -38,6 +38,12 @@ export const DEFAULT_FRONTEND_LIMITS: FrontendLimits = {
   backendTimeoutMs: 120_000,
 };
 
+/**
+ * Takes an accepted connection before Node's HTTP server (the fast path, sidecar/fast-path/):
+ * `attach` gives it to the server's parser, `started` tells that its first request has begun.
+ */
+export type TakeConnection = (socket: Socket, attach: (socket: Socket) => void, started: () => void) => void;
+
 const REFUSED = 'HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\nretry-after: 5\r\n\r\n';
 
 /**
@@ -47,7 +53,11 @@ const REFUSED = 'HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nconten
  * answered 503 and closed at once, before any byte of theirs is parsed; `onRefused` is told (for
  * logs and metrics).
  */
-export function createLimitedServer(limits: FrontendLimits, onRefused: (peer: string) => void): Server {
+export function createLimitedServer(
+  limits: FrontendLimits,
+  onRefused: (peer: string) => void,
+  takeConnection?: TakeConnection,
+): Server {
   // Node checks the headers and request timeouts on this interval; its default (30 s) would let a
   // slow client hold its connection up to 30 s past the timeout.
   const checkingIntervalMs = Math.min(1_000, limits.headersTimeoutMs);
@@ -79,7 +89,9 @@ export function createLimitedServer(limits: FrontendLimits, onRefused: (peer: st
       socket.end(REFUSED, () => socket.destroy());
       return;
     }
-    attachParser.call(server, socket);
+    const attach = (handed: Socket): void => void attachParser.call(server, handed);
+    if (takeConnection) takeConnection(socket, attach, () => started(socket));
+    else attach(socket);
     perPeer.set(peer, open + 1);
     // Past Node's own check of a started request, so that one is answered 408 by Node first.
     const deadline = limits.headersTimeoutMs + checkingIntervalMs;

@@ -14,12 +14,14 @@ import { closeServer, listen, portOf, type ListenAddress } from '../lib/listen.t
 import type { Logger } from '../lib/logger.ts';
 import type { ShareSource } from '../lib/share/source.ts';
 import { Authenticator } from './auth.ts';
-import { hostnameOf, shareHostOf } from './host-routing.ts';
+import { FastPath } from './fast-path/fast-path.ts';
+import { hostnameOf, routableHostname, shareHostNamed, shareHostOf } from './host-routing.ts';
 import { createLimitedServer, DEFAULT_FRONTEND_LIMITS, type FrontendLimits } from './connections.ts';
 import { FrontendMetrics } from './metrics.ts';
 import { sendPage } from './pages.ts';
 import { ProviderReadiness } from './provider-readiness.ts';
-import { createShareProxy } from './proxy.ts';
+import { backendHeaders, createShareProxy } from './proxy.ts';
+import type { Session } from './session.ts';
 import type { SharedState } from './shared-state.ts';
 import { clientErrorStatus, rejectUpgrade, serveShare, upgradeShare, type ShareHandlerDeps } from './share-handler.ts';
 
@@ -73,10 +75,16 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
   const metrics = new FrontendMetrics();
   // Listen first: with port 0 the public URL depends on the port the system picked.
   const limits = { ...DEFAULT_FRONTEND_LIMITS, ...options.limits };
-  const server = createLimitedServer(limits, (peer) => {
-    metrics.connectionsRefused.inc();
-    log.warn({ peer }, 'connection refused: too many open connections from this address');
-  });
+  // Built once the public URL is known (below); no connection can arrive before then.
+  const fast: { path?: FastPath } = {};
+  const server = createLimitedServer(
+    limits,
+    (peer) => {
+      metrics.connectionsRefused.inc();
+      log.warn({ peer }, 'connection refused: too many open connections from this address');
+    },
+    (socket, attach, started) => (fast.path ? fast.path.take(socket, attach, started) : attach(socket)),
+  );
   await listen(server, options.listen);
   const endpointUrl =
     typeof options.endpointUrl === 'function' ? options.endpointUrl(portOf(server)) : options.endpointUrl;
@@ -102,6 +110,27 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
     onProbe: () => metrics.request('health'),
   };
   const routing = { endpointHost: endpointUrl.hostname, domain, shares };
+  const cookieName = options.oauth?.cookieName;
+  fast.path = new FastPath({
+    // A share with a plain-HTTP backend, and a session that needs no I/O when it asks for a login.
+    route: (request) => {
+      const share = shareHostNamed(routableHostname(request.host, request.url), routing)?.share;
+      if (!share || !(share.target instanceof URL) || share.target.protocol !== 'http:') return undefined;
+      let session: Session | undefined;
+      if (share.oauth) {
+        session = auth?.currentSession(request, share, share.oauth);
+        if (!session) return undefined;
+      }
+      return {
+        target: share.target,
+        share: share.token,
+        headers: backendHeaders(request, cookieName, session, endpointUrl),
+      };
+    },
+    limits,
+    metrics,
+    log,
+  });
 
   const serveEndpoint = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
@@ -175,6 +204,7 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
     metrics,
     async close() {
       readiness.stop();
+      fast.path?.close();
       proxy.close();
       await Promise.all([closeServer(server), metricsServer?.close()]);
     },

@@ -25,7 +25,12 @@ export function hostnameOf(req: IncomingMessage): string | undefined {
     if (host !== undefined) return undefined;
     host = raw[i + 1];
   }
-  if (host === undefined || !HOST.test(host) || !(req.url ?? '').startsWith('/')) return undefined;
+  return routableHostname(host, req.url ?? '');
+}
+
+/** `hostnameOf` for a request already known to have at most one Host header (the fast path's). */
+export function routableHostname(host: string | undefined, url: string): string | undefined {
+  if (host === undefined || !HOST.test(host) || !url.startsWith('/')) return undefined;
   const colon = host.lastIndexOf(':');
   const name = colon > host.lastIndexOf(']') ? host.slice(0, colon) : host;
   return name.toLowerCase();
@@ -42,11 +47,18 @@ export interface ShareHost {
  * `<token>.<domain>` with a well-formed token; endpoint_url's own host is never a share, even when
  * it lies under the share domain.
  */
-export function shareHostOf(
-  req: IncomingMessage,
-  routing: { readonly endpointHost: string; readonly domain: string; readonly shares: ShareSource },
-): ShareHost | undefined {
-  const host = hostnameOf(req);
+export function shareHostOf(req: IncomingMessage, routing: Routing): ShareHost | undefined {
+  return shareHostNamed(hostnameOf(req), routing);
+}
+
+export interface Routing {
+  readonly endpointHost: string;
+  readonly domain: string;
+  readonly shares: ShareSource;
+}
+
+/** `shareHostOf` for a host name already read from the request (`routableHostname`). */
+export function shareHostNamed(host: string | undefined, routing: Routing): ShareHost | undefined {
   const { domain } = routing;
   if (!host || host === routing.endpointHost || !host.endsWith(`.${domain}`)) return undefined;
   const token = host.slice(0, -(domain.length + 1));

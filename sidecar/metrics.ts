@@ -21,6 +21,8 @@ export class FrontendMetrics extends MetricSet {
   readonly refreshes = this.counter('session_checks_total', 'Session re-checks by result', ['provider', 'result']);
   /** From forwarding a request to the backend until its response headers arrive. */
   readonly upstreamSeconds = this.histogram('upstream_duration_seconds', 'Backend response time', BUCKETS);
+  /** Of the requests proxied, those the fast path forwarded (sidecar/fast-path/); the rest went through Node's HTTP server. */
+  readonly fastPathRequests = this.counter('fast_path_requests_total', 'Requests proxied by the fast path');
   /** Connections closed at once because their peer address already held the maximum number. */
   readonly connectionsRefused = this.counter('connections_refused_total', 'Connections refused over the per-peer cap');
 

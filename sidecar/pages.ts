@@ -21,21 +21,38 @@ export function sendPage(
     res.destroy();
     return;
   }
-  const body = `<!doctype html>
+  const body = pageBody(status, title, message);
+  res.writeHead(status, { ...extraHeaders, ...PAGE_HEADERS, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** Every page's headers but its length: no caching, nothing loaded, no framing, no sniffing. */
+const PAGE_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'cache-control': 'no-store',
+  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+} as const;
+
+function pageBody(status: number, title: string, message: string): string {
+  return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:40rem;margin:4rem auto;padding:0 1rem;color:#222}h1{font-size:1.4rem}p{line-height:1.5}code{background:#f3f3f3;padding:0 .2rem}</style>
 </head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p><p><small>HTTP ${status}</small></p></body></html>
 `;
-  res.writeHead(status, {
-    ...extraHeaders,
-    'content-type': 'text/html; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'cache-control': 'no-store',
-    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-    'x-content-type-options': 'nosniff',
-  });
-  res.end(body);
+}
+
+/**
+ * `sendPage`'s page as the bytes of a whole HTTP/1.1 response, for the fast path (which writes to
+ * the socket itself); `close` adds `connection: close` when the connection ends after it.
+ */
+export function rawPage(status: number, reason: string, title: string, message: string, close: boolean): Buffer {
+  const body = pageBody(status, title, message);
+  let head = `HTTP/1.1 ${status} ${reason}\r\n`;
+  for (const [name, value] of Object.entries(PAGE_HEADERS)) head += `${name}: ${value}\r\n`;
+  head += `content-length: ${Buffer.byteLength(body)}\r\n${close ? 'connection: close\r\n' : ''}\r\n`;
+  return Buffer.from(head + body);
 }
 
 export function redirect(

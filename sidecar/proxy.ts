@@ -17,6 +17,12 @@ export function createShareProxy(metrics: FrontendMetrics, backendTimeoutMs: num
   });
 }
 
+/** What `backendHeaders` reads of a request: Node's, or the fast path's (sidecar/fast-path/). */
+export interface ProxiedRequest {
+  readonly headers: IncomingMessage['headers'];
+  readonly socket: { readonly remoteAddress?: string | undefined };
+}
+
 /** Headers that state where a request came from; `_`/`.` spellings are dropped as look-alikes (see identity headers). */
 const FORWARDING_HEADERS = new Set([
   'forwarded',
@@ -35,7 +41,7 @@ const FORWARDING_HEADERS = new Set([
  * one as is, where an object costs a header map and a lower-cased copy of every name per request.
  */
 export function backendHeaders(
-  req: IncomingMessage,
+  req: ProxiedRequest,
   cookieName: string | undefined,
   session: Session | undefined,
   publicUrl: URL,

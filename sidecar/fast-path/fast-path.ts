@@ -1,0 +1,393 @@
+import type { Socket } from 'node:net';
+import { errorText } from '../../lib/errors.ts';
+import {
+  backendRequestHeaders,
+  joinPath,
+  upstreamHost,
+  upstreamPort,
+  type BackendHeaders,
+} from '../../lib/http-pipe.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { FrontendLimits } from '../connections.ts';
+import type { FrontendMetrics } from '../metrics.ts';
+import { rawPage } from '../pages.ts';
+import { MAX_REQUEST_HEAD_BYTES, parseRequestHead, type FastRequest } from './request-head.ts';
+import { BackendProtocolError, ResponseFramer } from './response-framer.ts';
+import { UpstreamPool, type Upstream, type UpstreamUser } from './upstream-pool.ts';
+
+/**
+ * The frontend's fast path (docs/design.md, "The fast path"): the common request of a share — a
+ * GET or HEAD without a body, on a share with a plain-HTTP backend, by a visitor whose session
+ * needs no I/O — read and forwarded on the socket, without Node's HTTP server and client objects,
+ * which cost about two thirds of a proxied request's CPU (docs/benchmarks.md). Each connection
+ * starts here; the first request the fast path does not take (a login, a body, an upgrade,
+ * anything malformed) hands the connection to Node's HTTP server for good, once the responses
+ * before it are complete. Responses are relayed as the backend framed them (response-framer.ts),
+ * one request at a time per connection.
+ */
+export interface FastRoute {
+  /** The share's backend, an `http://` URL. */
+  readonly target: URL;
+  /** The request's headers for the backend (sidecar/proxy.ts `backendHeaders`). */
+  readonly headers: BackendHeaders;
+  readonly share: string;
+}
+
+export interface FastPathOptions {
+  /** The route of a request the fast path may forward, or undefined to leave it to Node's server. */
+  readonly route: (request: FastRequest) => FastRoute | undefined;
+  readonly limits: FrontendLimits;
+  readonly metrics: FrontendMetrics;
+  readonly log: Logger;
+}
+
+const CRLF2 = Buffer.from('\r\n\r\n');
+/** What Node's HTTP client refuses in a header value (`checkInvalidHeaderChar`). */
+const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+
+export class FastPath {
+  private readonly pool = new UpstreamPool();
+  private connections: FastConnection[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private readonly sweepMs: number;
+  readonly options: FastPathOptions;
+
+  constructor(options: FastPathOptions) {
+    this.options = options;
+    const { headersTimeoutMs, keepAliveTimeoutMs, backendTimeoutMs } = options.limits;
+    this.sweepMs = Math.max(
+      10,
+      Math.min(1_000, Math.floor(Math.min(headersTimeoutMs, keepAliveTimeoutMs, backendTimeoutMs) / 10)),
+    );
+  }
+
+  /**
+   * Serves `socket` until a request the fast path does not take; `handOff` then gives it (with
+   * the bytes read so far put back) to Node's server. `started` is told of the first request.
+   */
+  take(socket: Socket, handOff: (socket: Socket) => void, started: () => void): void {
+    this.connections.push(new FastConnection(this, socket, handOff, started));
+    if (!this.timer) {
+      this.timer = setInterval(() => this.sweep(), this.sweepMs);
+      this.timer.unref();
+    }
+  }
+
+  upstream(target: URL, fresh: boolean): Upstream {
+    return this.pool.take(upstreamHost(target), upstreamPort(target), fresh);
+  }
+
+  release(upstream: Upstream): void {
+    this.pool.give(upstream);
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    for (const connection of this.connections) connection.socket.destroy();
+    this.connections = [];
+    this.pool.close();
+  }
+
+  /** The timeouts of every connection still on the fast path, kept by one sweep instead of timers per request. */
+  private sweep(): void {
+    const now = Date.now();
+    this.connections = this.connections.filter((connection) => connection.check(now, this.options.limits));
+    if (this.connections.length === 0) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+}
+
+/** The request in flight on a connection: its backend connection and where its response is. */
+interface Exchange {
+  readonly upstream: Upstream;
+  readonly framer: ResponseFramer;
+  readonly head: string;
+  readonly route: FastRoute;
+  readonly sentAt: bigint;
+  readonly retried: boolean;
+}
+
+class FastConnection implements UpstreamUser {
+  readonly socket: Socket;
+  private readonly path: FastPath;
+  private readonly handOff: (socket: Socket) => void;
+  private started: (() => void) | undefined;
+  private buffered: Buffer | undefined;
+  private exchange: Exchange | undefined;
+  private handingOff = false;
+  private done = false;
+  /** When the head now being received began (0: none), for the headers timeout. */
+  private headSince = 0;
+  /** Bytes moved at the last sweep, and since when that figure holds. */
+  private progress = -1;
+  private since = Date.now();
+  private readonly onData = (chunk: Buffer): void => this.received(chunk);
+  private readonly onDrain = (): void => {
+    this.exchange?.upstream.socket.resume();
+  };
+  private readonly onClose = (): void => this.closed();
+  /** The visitor sent its last byte: answer what is under way, then close, as Node's server does. */
+  private readonly onEnd = (): void => {
+    this.clientEnded = true;
+    if (!this.exchange) this.socket.end();
+  };
+  private clientEnded = false;
+  private readonly onError = (): void => {
+    this.socket.destroy();
+  };
+
+  constructor(path: FastPath, socket: Socket, handOff: (socket: Socket) => void, started: () => void) {
+    this.path = path;
+    this.socket = socket;
+    this.handOff = handOff;
+    this.started = started;
+    socket.on('data', this.onData);
+    socket.on('drain', this.onDrain);
+    socket.on('close', this.onClose);
+    socket.on('error', this.onError);
+    socket.on('end', this.onEnd);
+  }
+
+  /** Applies the timeouts; false once the connection is no longer the fast path's. */
+  check(now: number, limits: FrontendLimits): boolean {
+    if (this.done) return false;
+    const exchange = this.exchange;
+    const moved = exchange
+      ? exchange.upstream.socket.bytesRead + exchange.upstream.socket.bytesWritten
+      : this.socket.bytesRead + this.socket.bytesWritten;
+    if (moved !== this.progress) {
+      this.progress = moved;
+      this.since = now;
+    }
+    if (exchange) {
+      if (now - this.since >= limits.backendTimeoutMs) this.backendTimedOut(exchange, limits.backendTimeoutMs);
+    } else if (this.headSince !== 0 && now - this.headSince >= limits.headersTimeoutMs) {
+      this.refuse(408, 'Request Timeout', 'Request timeout', 'The request headers did not arrive in time.');
+    } else if (!this.started && !this.buffered && now - this.since >= limits.keepAliveTimeoutMs) {
+      // Idle between requests (before the first one, the server's own wait for a first request applies).
+      this.socket.destroy();
+    }
+    return !this.done;
+  }
+
+  upstreamData(chunk: Buffer): void {
+    const exchange = this.exchange as Exchange;
+    const framer = exchange.framer;
+    let used: number;
+    try {
+      const hadHead = framer.headParsed !== undefined;
+      used = framer.feed(chunk, this.relay);
+      if (!hadHead && framer.headParsed) this.observeHead(exchange);
+    } catch (err) {
+      this.backendFailed(exchange, err as Error);
+      return;
+    }
+    if (!framer.done) return;
+    // Bytes after the end of a response nobody asked for: that connection cannot be trusted again.
+    const clean = used === chunk.length && !(framer.headParsed?.closes ?? true);
+    this.finish(exchange, clean);
+  }
+
+  upstreamClosed(err: Error | undefined): void {
+    const exchange = this.exchange;
+    if (!exchange) return;
+    if (!err && exchange.framer.end()) {
+      // A close-delimited body: complete, and the visitor's connection ends with it.
+      this.finish(exchange, false);
+      this.socket.end();
+      return;
+    }
+    if (exchange.framer.relayed === 0 && exchange.upstream.reused && !exchange.retried) {
+      // A kept-alive connection the backend had closed before it read the request: a GET or HEAD
+      // is safe to send again, once, on a new connection.
+      this.exchange = undefined;
+      this.send(exchange.head, exchange.route, true);
+      return;
+    }
+    this.backendFailed(exchange, err ?? new Error('the backend closed the connection before the end of its response'));
+  }
+
+  private readonly relay = (data: Buffer | string): void => {
+    const flushed = typeof data === 'string' ? this.socket.write(data, 'latin1') : this.socket.write(data);
+    if (!flushed) this.exchange?.upstream.socket.pause();
+  };
+
+  private received(chunk: Buffer): void {
+    this.buffered = this.buffered ? Buffer.concat([this.buffered, chunk]) : chunk;
+    if (this.exchange || this.handingOff) {
+      // Pipelined requests wait for the response in flight, unread: a client that floods is not
+      // read further, and a client's end stays unread behind them, so that a connection handed to
+      // Node's server still has it to see.
+      this.socket.pause();
+      return;
+    }
+    this.next();
+  }
+
+  /** Starts the next buffered request, or hands the connection over when the fast path does not take it. */
+  private next(): void {
+    const buffered = this.buffered;
+    if (!buffered || this.done) return;
+    const end = buffered.indexOf(CRLF2);
+    if (end < 0) {
+      if (buffered.length > MAX_REQUEST_HEAD_BYTES) this.giveAway();
+      else if (this.headSince === 0) this.headSince = Date.now();
+      return;
+    }
+    this.headSince = 0;
+    const request = parseRequestHead(buffered.toString('latin1', 0, end), this.socket);
+    const route = request && this.path.options.route(request);
+    const head = request && route && requestHead(request, route);
+    if (!head || !route) {
+      this.giveAway();
+      return;
+    }
+    this.started?.();
+    this.started = undefined;
+    this.path.options.metrics.request('proxied');
+    this.path.options.metrics.fastPathRequests.inc();
+    this.buffered = end + 4 < buffered.length ? buffered.subarray(end + 4) : undefined;
+    if (this.buffered) this.socket.pause();
+    this.send(head, route, false);
+  }
+
+  private send(head: string, route: FastRoute, retried: boolean): void {
+    const upstream = this.path.upstream(route.target, retried);
+    upstream.user = this;
+    const toHead = head.charCodeAt(0) === 72; // 'H': HEAD
+    this.exchange = {
+      upstream,
+      framer: new ResponseFramer(toHead),
+      head,
+      route,
+      sentAt: process.hrtime.bigint(),
+      retried,
+    };
+    upstream.socket.write(head, 'latin1');
+  }
+
+  private observeHead(exchange: Exchange): void {
+    this.path.options.metrics.upstreamSeconds.observe(Number(process.hrtime.bigint() - exchange.sentAt) / 1e9);
+  }
+
+  /** The response in flight is complete: its backend connection back to the pool when `reusable`. */
+  private finish(exchange: Exchange, reusable: boolean): void {
+    this.exchange = undefined;
+    if (reusable) this.path.release(exchange.upstream);
+    else {
+      exchange.upstream.user = undefined;
+      exchange.upstream.socket.destroy();
+    }
+    if (this.handingOff) this.giveAway();
+    else if (this.clientEnded && !this.buffered) this.socket.end();
+    else {
+      this.socket.resume();
+      this.next();
+    }
+  }
+
+  private backendFailed(exchange: Exchange, err: Error): void {
+    const { metrics, log } = this.path.options;
+    metrics.request('upstream_error');
+    log.warn({ share: exchange.route.share, err: errorText(err) }, 'backend unreachable');
+    if (exchange.framer.relayed > 0) {
+      // Part of the response has gone out: cut the visitor's connection so that the truncation shows.
+      this.socket.destroy();
+      return;
+    }
+    const refused = err instanceof BackendProtocolError;
+    this.socket.write(
+      rawPage(
+        502,
+        'Bad Gateway',
+        refused ? 'Bad gateway' : 'Backend unreachable',
+        refused
+          ? 'The service behind this share sent a response the frontend cannot pass on.'
+          : 'The service behind this share is not answering. Try again later.',
+        false,
+      ),
+    );
+    this.finish(exchange, false);
+  }
+
+  private backendTimedOut(exchange: Exchange, ms: number): void {
+    const { metrics, log } = this.path.options;
+    metrics.request('upstream_error');
+    log.warn({ share: exchange.route.share, err: `no answer from the backend within ${ms} ms` }, 'backend timed out');
+    if (exchange.framer.relayed > 0) {
+      this.socket.destroy();
+      return;
+    }
+    this.socket.write(
+      rawPage(
+        504,
+        'Gateway Timeout',
+        'Backend timeout',
+        'The service behind this share did not answer in time. Try again later.',
+        false,
+      ),
+    );
+    this.finish(exchange, false);
+  }
+
+  private refuse(status: 408, reason: string, title: string, message: string): void {
+    this.done = true;
+    this.socket.end(rawPage(status, reason, title, message, true));
+  }
+
+  /** Gives the connection to Node's HTTP server once no response of the fast path's is under way. */
+  private giveAway(): void {
+    this.handingOff = true;
+    if (this.exchange || this.done) return;
+    this.done = true;
+    const socket = this.socket;
+    socket.pause();
+    socket.removeListener('data', this.onData);
+    socket.removeListener('drain', this.onDrain);
+    socket.removeListener('close', this.onClose);
+    socket.removeListener('error', this.onError);
+    socket.removeListener('end', this.onEnd);
+    const buffered = this.buffered;
+    this.buffered = undefined;
+    if (!socket.readableEnded) {
+      if (buffered) socket.unshift(buffered);
+      this.handOff(socket);
+      process.nextTick(() => socket.resume());
+      return;
+    }
+    // The visitor's end was read while the fast path held the connection: the server gets the
+    // bytes and then the end it would have seen (Node's own 'end' handler only notes a half-close).
+    this.handOff(socket);
+    if (buffered) socket.emit('data', buffered);
+    socket.emit('end');
+  }
+
+  private closed(): void {
+    this.done = true;
+    const exchange = this.exchange;
+    this.exchange = undefined;
+    if (exchange) {
+      exchange.upstream.user = undefined;
+      exchange.upstream.socket.destroy();
+    }
+  }
+}
+
+/**
+ * The head sent to the backend: the request line with the target's path prefix, its Host, and
+ * the prepared headers less the hop-by-hop ones; undefined when a value is one Node's client
+ * would refuse (then the slow path answers as it does).
+ */
+function requestHead(request: FastRequest, route: FastRoute): string | undefined {
+  const headers = backendRequestHeaders(route.headers, route.target.host);
+  let head = `${request.method} ${joinPath(route.target.pathname, request.url)} HTTP/1.1\r\n`;
+  for (let i = 0; i < headers.length; i += 2) {
+    const value = headers[i + 1] as string;
+    if (INVALID_HEADER_VALUE.test(value)) return undefined;
+    head += `${headers[i] as string}: ${value}\r\n`;
+  }
+  return `${head}\r\n`;
+}

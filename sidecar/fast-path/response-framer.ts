@@ -1,0 +1,220 @@
+/**
+ * Where a backend's HTTP/1.1 response ends, read from its bytes as they arrive (RFC 9112 §6.3), so
+ * the fast path can relay a response without Node's HTTP client and still know when its backend
+ * connection is free again. The head is rebuilt without the hop-by-hop headers that concern only
+ * the frontend's connection to the backend; the body is relayed as it came, chunked framing
+ * included. Anything a strict reading does not settle (two Content-Lengths, Transfer-Encoding
+ * with Content-Length, a bare LF, a 101 nobody asked for) is a `BackendProtocolError`: the fast
+ * path then answers 502 or cuts the connection, as the slow path does when Node's parser refuses.
+ */
+export class BackendProtocolError extends Error {
+  constructor(message: string) {
+    super(`backend response refused: ${message}`);
+    this.name = 'BackendProtocolError';
+  }
+}
+
+/** A response head longer than this is refused (Node's own client allows 16 KiB; backends' cookies can be large). */
+const MAX_HEAD_BYTES = 64 * 1024;
+/** A chunk-size line (size and extensions) longer than this is refused. */
+const MAX_CHUNK_LINE_BYTES = 4 * 1024;
+const CRLF2 = Buffer.from('\r\n\r\n');
+
+/** Response headers the frontend does not pass on: they describe the backend connection (RFC 9110 §7.6.1). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
+
+const STATUS_LINE = /^HTTP\/1\.[01] ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
+const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[\t ]*([\t\x20-\x7e\x80-\xff]*?)[\t ]*$/;
+const DECIMAL = /^\d{1,15}$/;
+
+type Body =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'length'; remaining: number }
+  | { readonly kind: 'chunked'; state: ChunkState; remaining: number; line: string }
+  | { readonly kind: 'close' };
+
+/** Where a chunked body's reader is: a size line, chunk data, the CRLF after the data, or the trailer section. */
+type ChunkState = 'size' | 'data' | 'data-end' | 'trailer';
+
+export interface FramedHead {
+  readonly status: number;
+  /** The backend closes after this response (it said so, or the body runs to the end of the connection). */
+  readonly closes: boolean;
+}
+
+/**
+ * One response at a time. `feed` takes the backend's bytes in order and passes on, through
+ * `relay`, what the visitor should get; it returns the number of bytes of `chunk` that belonged to
+ * the response, and `done` turns true at its last byte.
+ */
+export class ResponseFramer {
+  private head: Buffer | undefined;
+  private body: Body | undefined;
+  private framed: FramedHead | undefined;
+  done = false;
+  /** Bytes of this response relayed to the visitor so far (its head included). */
+  relayed = 0;
+
+  /** A response to HEAD has no body whatever its headers say. */
+  private readonly toHead: boolean;
+
+  constructor(toHead: boolean) {
+    this.toHead = toHead;
+  }
+
+  get headParsed(): FramedHead | undefined {
+    return this.framed;
+  }
+
+  /** The backend closed its connection: the end of a close-delimited body, an error otherwise. */
+  end(): boolean {
+    if (this.body?.kind === 'close') this.done = true;
+    return this.done;
+  }
+
+  feed(chunk: Buffer, relay: (data: Buffer | string) => void): number {
+    let used = 0;
+    if (!this.body) {
+      used = this.readHead(chunk, relay);
+      if (!this.body) return used;
+    }
+    if (this.done || used === chunk.length) return used;
+    const rest = used === 0 ? chunk : chunk.subarray(used);
+    const taken = this.readBody(rest);
+    if (taken > 0) {
+      relay(taken === rest.length ? rest : rest.subarray(0, taken));
+      this.relayed += taken;
+    }
+    return used + taken;
+  }
+
+  /** Reads (and skips 1xx interim responses in front of) the final head; returns the bytes it used. */
+  private readHead(chunk: Buffer, relay: (data: string) => void): number {
+    let used = 0;
+    while (!this.body) {
+      const previous = this.head?.length ?? 0;
+      const buffered =
+        previous === 0 ? chunk.subarray(used) : Buffer.concat([this.head as Buffer, chunk.subarray(used)]);
+      const end = buffered.indexOf(CRLF2);
+      if (end < 0) {
+        if (buffered.length > MAX_HEAD_BYTES) throw new BackendProtocolError('response head too large');
+        this.head = buffered;
+        return chunk.length;
+      }
+      if (end > MAX_HEAD_BYTES) throw new BackendProtocolError('response head too large');
+      this.head = undefined;
+      used += end + 4 - previous;
+      const text = buffered.toString('latin1', 0, end);
+      const head = this.parseHead(text);
+      if (head === 'interim') continue;
+      const out = head.text;
+      relay(out);
+      this.relayed += out.length;
+    }
+    return used;
+  }
+
+  private parseHead(text: string): 'interim' | { text: string } {
+    if (text.includes('\n\n') || /\r(?!\n)|(?<!\r)\n/.test(text)) throw new BackendProtocolError('bare CR or LF');
+    const lines = text.split('\r\n');
+    const match = STATUS_LINE.exec(lines[0] as string);
+    if (!match) throw new BackendProtocolError('malformed status line');
+    const status = Number(match[1]);
+    if (status === 101) throw new BackendProtocolError('101 Switching Protocols without an upgrade');
+    let length: string | undefined;
+    let transferEncoding: string | undefined;
+    let closes = lines[0]?.startsWith('HTTP/1.0') === true;
+    let out = `${lines[0]}\r\n`;
+    for (let i = 1; i < lines.length; i += 1) {
+      const header = HEADER_LINE.exec(lines[i] as string);
+      if (!header) throw new BackendProtocolError('malformed header line');
+      const name = (header[1] as string).toLowerCase();
+      const value = header[2] as string;
+      if (name === 'content-length') {
+        if (length !== undefined || !DECIMAL.test(value)) throw new BackendProtocolError('bad Content-Length');
+        length = value;
+      } else if (name === 'transfer-encoding') {
+        transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
+      } else if (name === 'connection') {
+        if (/(?:^|,)\s*close\s*(?:,|$)/i.test(value)) closes = true;
+        else if (closes && /(?:^|,)\s*keep-alive\s*(?:,|$)/i.test(value)) closes = false;
+      }
+      if (!HOP_BY_HOP.has(name)) out += `${lines[i]}\r\n`;
+    }
+    if (status < 200) return 'interim';
+    if (transferEncoding !== undefined && length !== undefined)
+      throw new BackendProtocolError('both Transfer-Encoding and Content-Length');
+    if (this.toHead || status === 204 || status === 304) this.body = { kind: 'none' };
+    else if (transferEncoding !== undefined) {
+      // Chunked must be the last coding; any other framing runs to the end of the connection.
+      if (/(?:^|,)\s*chunked\s*$/i.test(transferEncoding))
+        this.body = { kind: 'chunked', state: 'size', remaining: 0, line: '' };
+      else this.body = { kind: 'close' };
+    } else if (length !== undefined) this.body = { kind: 'length', remaining: Number(length) };
+    else this.body = { kind: 'close' };
+    if (this.body.kind === 'close') {
+      closes = true;
+      out += 'connection: close\r\n';
+    }
+    this.framed = { status, closes };
+    if (this.body.kind === 'none' || (this.body.kind === 'length' && this.body.remaining === 0)) this.done = true;
+    return { text: `${out}\r\n` };
+  }
+
+  /** How many bytes of `chunk` belong to the body; sets `done` at its end. */
+  private readBody(chunk: Buffer): number {
+    const body = this.body as Body;
+    switch (body.kind) {
+      case 'none':
+        return 0;
+      case 'close':
+        return chunk.length;
+      case 'length': {
+        const taken = Math.min(body.remaining, chunk.length);
+        body.remaining -= taken;
+        if (body.remaining === 0) this.done = true;
+        return taken;
+      }
+      case 'chunked':
+        return this.readChunked(body, chunk);
+    }
+  }
+
+  private readChunked(body: Extract<Body, { kind: 'chunked' }>, chunk: Buffer): number {
+    let i = 0;
+    while (i < chunk.length && !this.done) {
+      if (body.state === 'data') {
+        const taken = Math.min(body.remaining, chunk.length - i);
+        body.remaining -= taken;
+        i += taken;
+        if (body.remaining === 0) {
+          body.state = 'data-end';
+          body.line = '';
+        }
+        continue;
+      }
+      // A line: a chunk size, the CRLF closing a chunk's data, or a trailer field.
+      const lf = chunk.indexOf(10, i);
+      const stop = lf < 0 ? chunk.length : lf + 1;
+      body.line += chunk.toString('latin1', i, stop);
+      i = stop;
+      if (body.line.length > MAX_CHUNK_LINE_BYTES) throw new BackendProtocolError('chunk line too long');
+      if (lf < 0) break;
+      if (!body.line.endsWith('\r\n') || body.line.indexOf('\r') !== body.line.length - 2)
+        throw new BackendProtocolError('bare CR or LF in chunked framing');
+      const line = body.line.slice(0, -2);
+      body.line = '';
+      if (body.state === 'data-end') {
+        if (line !== '') throw new BackendProtocolError('chunk data longer than its size');
+        body.state = 'size';
+      } else if (body.state === 'size') {
+        const size = /^([0-9A-Fa-f]{1,12})[\t ]*(?:;[\t\x20-\x7e\x80-\xff]*)?$/.exec(line);
+        if (!size) throw new BackendProtocolError('malformed chunk size');
+        body.remaining = Number.parseInt(size[1] as string, 16);
+        body.state = body.remaining === 0 ? 'trailer' : 'data';
+      } else if (line === '') this.done = true;
+      else if (!HEADER_LINE.test(line)) throw new BackendProtocolError('malformed trailer field');
+    }
+    return i;
+  }
+}
