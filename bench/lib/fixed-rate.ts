@@ -21,6 +21,8 @@ export interface FixedRateResult {
   readonly maxMs: number;
   readonly non2xx: number;
   readonly errors: number;
+  /** What the errors were, as the generator words them (vegeta's error set), when it says. */
+  readonly errorKinds?: readonly string[];
   /** The generator: vegeta (bench/lib/vegeta.ts) when built, else this module's Node client. */
   readonly tool: 'vegeta' | 'node';
 }

@@ -294,6 +294,9 @@ export function reportFailures(results: readonly Measured[], latencies: readonly
     ...results.map((r) => ({ name: r.target.name, ...r.load, ok: r.load.requests > 0 })),
     ...latencies.map((l) => ({ name: l.target.name, ...l.result, ok: l.result.completed > 0 })),
   ].filter((r) => r.non2xx > 0 || r.errors > 0 || !r.ok);
-  for (const r of bad) process.stderr.write(`FAILED: ${r.name}: ${r.non2xx} non-2xx, ${r.errors} errors\n`);
+  for (const r of bad) {
+    const kinds = 'errorKinds' in r && r.errorKinds?.length ? ` (${r.errorKinds.join('; ')})` : '';
+    process.stderr.write(`FAILED: ${r.name}: ${r.non2xx} non-2xx, ${r.errors} errors${kinds}\n`);
+  }
   return bad.length;
 }

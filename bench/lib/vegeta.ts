@@ -67,6 +67,7 @@ export async function runVegeta(options: FixedRateOptions): Promise<FixedRateRes
       maxMs: ms(report.latencies.max),
       non2xx: report.requests - failed - ok,
       errors: failed,
+      errorKinds: report.errors ?? [],
       tool: 'vegeta',
     };
   } finally {
