@@ -220,6 +220,24 @@ describe('the fast path', () => {
     expect(await fastPathCount()).toBe(before + 1);
   });
 
+  it('answers what it took and closes when a visitor half-closes behind a request it hands over', async () => {
+    const host = fe.host('open');
+    const bytes =
+      `GET /first HTTP/1.1\r\nHost: ${host}\r\n\r\n` +
+      `POST /second HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 2\r\n\r\nhi`;
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(fe.port, '127.0.0.1', () => socket.end(bytes));
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+      socket.on('close', () => resolve(received));
+      socket.on('error', reject);
+    });
+    // Node's server ends a connection whose visitor half-closed (its httpAllowHalfOpen is off), so the
+    // POST handed to it is not answered; the GET before it is, and the connection does not hang.
+    expect(text).toContain('{"method":"GET","url":"/first"}');
+    expect(text.match(/^HTTP\/1\.1 /gm)).toHaveLength(1);
+  });
+
   it('relays chunked, hinted and close-delimited responses whole, and HEAD without a body', async () => {
     const agent = oneConnection();
     const chunked = await send(agent, 'open', '/chunked');
