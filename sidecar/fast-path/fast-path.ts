@@ -42,6 +42,7 @@ export interface FastPathOptions {
 }
 
 const CRLF2 = Buffer.from('\r\n\r\n');
+
 /** What Node's HTTP client refuses in a header value (`checkInvalidHeaderChar`). */
 const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
@@ -121,6 +122,14 @@ class FastConnection implements UpstreamUser {
   private done = false;
   /** When the head now being received began (0: none), for the headers timeout. */
   private headSince = 0;
+  /**
+   * The later reads of an unfinished head, kept apart until its end arrives (then joined once), and
+   * its last three bytes, where an end split across reads begins: joining and searching the whole
+   * head on every read would cost quadratic time for a head sent a byte per packet.
+   */
+  private pieces: Buffer[] = [];
+  private piecesLength = 0;
+  private tail: Buffer = Buffer.alloc(0);
   /** Bytes moved at the last sweep, and since when that figure holds. */
   private progress = -1;
   private since = Date.now();
@@ -216,7 +225,9 @@ class FastConnection implements UpstreamUser {
   };
 
   private received(chunk: Buffer): void {
-    this.buffered = this.buffered ? Buffer.concat([this.buffered, chunk]) : chunk;
+    if (!this.buffered) this.buffered = chunk;
+    else if (this.exchange || this.handingOff) this.buffered = Buffer.concat([this.buffered, chunk]);
+    else if (!this.continueHead(chunk)) return;
     if (this.exchange || this.handingOff) {
       // Pipelined requests wait for the response in flight, unread: a client that floods is not
       // read further, and a client's end stays unread behind them, so that a connection handed to
@@ -227,6 +238,22 @@ class FastConnection implements UpstreamUser {
     this.next();
   }
 
+  /** Adds a read to an unfinished head; true once the head is complete (or too large) and joined. */
+  private continueHead(chunk: Buffer): boolean {
+    const seam = Buffer.concat([this.tail, chunk]);
+    this.pieces.push(chunk);
+    this.piecesLength += chunk.length;
+    const total = (this.buffered as Buffer).length + this.piecesLength;
+    if (seam.indexOf(CRLF2) < 0 && total <= MAX_REQUEST_HEAD_BYTES) {
+      this.tail = seam.subarray(Math.max(0, seam.length - 3));
+      return false;
+    }
+    this.buffered = Buffer.concat([this.buffered as Buffer, ...this.pieces], total);
+    this.pieces = [];
+    this.piecesLength = 0;
+    return true;
+  }
+
   /** Starts the next buffered request, or hands the connection over when the fast path does not take it. */
   private next(): void {
     const buffered = this.buffered;
@@ -234,7 +261,10 @@ class FastConnection implements UpstreamUser {
     const end = buffered.indexOf(CRLF2);
     if (end < 0) {
       if (buffered.length > MAX_REQUEST_HEAD_BYTES) this.giveAway();
-      else if (this.headSince === 0) this.headSince = Date.now();
+      else {
+        this.tail = buffered.subarray(Math.max(0, buffered.length - 3));
+        if (this.headSince === 0) this.headSince = Date.now();
+      }
       return;
     }
     this.headSince = 0;

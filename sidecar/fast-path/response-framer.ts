@@ -1,3 +1,5 @@
+import { trimOws } from './ows.ts';
+
 /**
  * Where a backend's HTTP/1.1 response ends, read from its bytes as they arrive (RFC 9112 §6.3), so
  * the fast path can relay a response without Node's HTTP client and still know when its backend
@@ -24,7 +26,8 @@ const CRLF2 = Buffer.from('\r\n\r\n');
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
 
 const STATUS_LINE = /^HTTP\/1\.[01] ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
-const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[\t ]*([\t\x20-\x7e\x80-\xff]*?)[\t ]*$/;
+// One quantifier over the value, trimmed afterwards (a lazy value between optional whitespace backtracks quadratically).
+const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):([\t\x20-\x7e\x80-\xff]*)$/;
 const DECIMAL = /^\d{1,15}$/;
 
 type Body =
@@ -129,7 +132,7 @@ export class ResponseFramer {
       const header = HEADER_LINE.exec(lines[i] as string);
       if (!header) throw new BackendProtocolError('malformed header line');
       const name = (header[1] as string).toLowerCase();
-      const value = header[2] as string;
+      const value = trimOws(header[2] as string);
       if (name === 'content-length') {
         if (length !== undefined || !DECIMAL.test(value)) throw new BackendProtocolError('bad Content-Length');
         length = value;

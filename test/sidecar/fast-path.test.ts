@@ -238,6 +238,33 @@ describe('the fast path', () => {
     expect(text.match(/^HTTP\/1\.1 /gm)).toHaveLength(1);
   });
 
+  it('takes a head that arrives a byte per write, its end split across writes', async () => {
+    const before = await fastPathCount();
+    const bytes = `GET /bytewise HTTP/1.1\r\nHost: ${fe.host('open')}\r\n\r\n`;
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(fe.port, '127.0.0.1');
+      socket.setNoDelay(true);
+      let received = '';
+      socket.on('data', (chunk: Buffer) => {
+        received += chunk.toString('latin1');
+        if (received.includes('"url":"/bytewise"}')) {
+          socket.destroy();
+          resolve(received);
+        }
+      });
+      socket.on('error', reject);
+      let at = 0;
+      const writeNext = (): void => {
+        socket.write(bytes.charAt(at));
+        at += 1;
+        if (at < bytes.length) setTimeout(writeNext, 2);
+      };
+      socket.on('connect', writeNext);
+    });
+    expect(text).toMatch(/^HTTP\/1\.1 200 OK/);
+    expect(await fastPathCount()).toBe(before + 1);
+  });
+
   it('relays chunked, hinted and close-delimited responses whole, and HEAD without a body', async () => {
     const agent = oneConnection();
     const chunked = await send(agent, 'open', '/chunked');

@@ -1,0 +1,16 @@
+/**
+ * A header value without the optional whitespace (spaces and tabs, RFC 9110 §5.6.3) around it.
+ * Not `String#trim`, which also takes U+00A0, a byte a Latin-1 read of obs-text can produce; and
+ * not a regular expression, whose `[\t ]*$` backtracks quadratically on a long run of spaces.
+ */
+export function trimOws(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && isOws(value.charCodeAt(start))) start += 1;
+  while (end > start && isOws(value.charCodeAt(end - 1))) end -= 1;
+  return start === 0 && end === value.length ? value : value.slice(start, end);
+}
+
+function isOws(code: number): boolean {
+  return code === 0x20 || code === 0x09;
+}
