@@ -51,7 +51,10 @@ export interface FramedHead {
  * the response, and `done` turns true at its last byte.
  */
 export class ResponseFramer {
-  private head: Buffer | undefined;
+  /** An unfinished head's reads so far, their length, and its last three bytes. */
+  private headParts: Buffer[] = [];
+  private headLength = 0;
+  private headTail: Buffer = Buffer.alloc(0);
   private body: Body | undefined;
   private framed: FramedHead | undefined;
   done = false;
@@ -95,24 +98,30 @@ export class ResponseFramer {
   private readHead(chunk: Buffer, relay: (data: string) => void): number {
     let used = 0;
     while (!this.body) {
-      const previous = this.head?.length ?? 0;
-      const buffered =
-        previous === 0 ? chunk.subarray(used) : Buffer.concat([this.head as Buffer, chunk.subarray(used)]);
-      const end = buffered.indexOf(CRLF2);
-      if (end < 0) {
-        if (buffered.length > MAX_HEAD_BYTES) throw new BackendProtocolError('response head too large');
-        this.head = buffered;
+      const rest = used === 0 ? chunk : chunk.subarray(used);
+      if (rest.length === 0) return used;
+      // Only the new bytes and the three before them are searched: a head sent a byte per packet
+      // costs linear time, not a copy and search of everything so far on every read.
+      const seam = this.headParts.length > 0 ? Buffer.concat([this.headTail, rest]) : rest;
+      const at = seam.indexOf(CRLF2);
+      if (at < 0) {
+        this.headParts.push(rest);
+        this.headLength += rest.length;
+        if (this.headLength > MAX_HEAD_BYTES) throw new BackendProtocolError('response head too large');
+        this.headTail = seam.subarray(Math.max(0, seam.length - 3));
         return chunk.length;
       }
-      if (end > MAX_HEAD_BYTES) throw new BackendProtocolError('response head too large');
-      this.head = undefined;
-      used += end + 4 - previous;
-      const text = buffered.toString('latin1', 0, end);
-      const head = this.parseHead(text);
+      const ownBytes = at - (seam.length - rest.length) + 4;
+      const whole = this.headParts.length > 0 ? Buffer.concat([...this.headParts, rest.subarray(0, ownBytes)]) : rest;
+      const headEnd = this.headParts.length > 0 ? whole.length - 4 : at;
+      this.headParts = [];
+      this.headLength = 0;
+      if (headEnd > MAX_HEAD_BYTES) throw new BackendProtocolError('response head too large');
+      used += ownBytes;
+      const head = this.parseHead(whole.toString('latin1', 0, headEnd));
       if (head === 'interim') continue;
-      const out = head.text;
-      relay(out);
-      this.relayed += out.length;
+      relay(head.text);
+      this.relayed += head.text.length;
     }
     return used;
   }
