@@ -49,6 +49,8 @@ export class UpstreamPool {
       upstream.socket.destroy();
       return;
     }
+    // Paused when its last visitor read slowly: an idle connection must flow to notice its close.
+    upstream.socket.resume();
     idle.push(upstream);
     this.idle.set(upstream.key, idle);
   }

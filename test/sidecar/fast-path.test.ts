@@ -309,6 +309,30 @@ describe('the fast path', () => {
     expect(received).toBeGreaterThan(4 * 1024 * 1024);
   });
 
+  it('gives the next visitor a backend connection that a slow reader had paused', async () => {
+    // The whole response read slowly on one connection, which stays open...
+    await new Promise<void>((resolve, reject) => {
+      const socket = connect(fe.port, '127.0.0.1', () =>
+        socket.write(`GET /large HTTP/1.1\r\nHost: ${fe.host('open')}\r\n\r\n`),
+      );
+      let bytes = 0;
+      let headBytes = -1;
+      socket.pause();
+      setTimeout(() => socket.resume(), 300);
+      socket.on('data', (chunk: Buffer) => {
+        if (headBytes < 0) headBytes = chunk.indexOf('\r\n\r\n') + 4;
+        bytes += chunk.length;
+        if (bytes - headBytes >= 4 * 1024 * 1024) setTimeout(() => (socket.destroy(), resolve()), 50);
+      });
+      socket.on('error', reject);
+    });
+    // ...then its backend connection, back in the pool, serves the next request (not a 504).
+    const agent = oneConnection();
+    const reply = await send(agent, 'open', '/after-slow-reader');
+    expect([reply.status, reply.body]).toEqual([200, '{"method":"GET","url":"/after-slow-reader"}']);
+    agent.destroy();
+  });
+
   it('sends a request again, once, on a new backend connection when a kept-alive one closes under it', async () => {
     const agent = oneConnection();
     const replies = [await send(agent, 'forgetful', '/'), await send(agent, 'forgetful', '/')];
