@@ -74,7 +74,8 @@ export class FastPath {
     }
   }
 
-  upstream(target: URL, fresh: boolean): Upstream {
+  /** A connection to the target's backend; undefined when all it may have are busy (unless `fresh`). */
+  upstream(target: URL, fresh: boolean): Upstream | undefined {
     return this.pool.take(upstreamHost(target), upstreamPort(target), fresh);
   }
 
@@ -213,7 +214,7 @@ class FastConnection implements UpstreamUser {
       // A kept-alive connection the backend had closed before it read the request: a GET or HEAD
       // is safe to send again, once, on a new connection.
       this.exchange = undefined;
-      this.send(exchange.head, exchange.route, true);
+      this.send(exchange.head, exchange.route, this.path.upstream(exchange.route.target, true) as Upstream, true);
       return;
     }
     this.backendFailed(exchange, err ?? new Error('the backend closed the connection before the end of its response'));
@@ -271,7 +272,9 @@ class FastConnection implements UpstreamUser {
     const request = parseRequestHead(buffered.toString('latin1', 0, end), this.socket);
     const route = request && this.path.options.route(request);
     const head = request && route && requestHead(request, route);
-    if (!head || !route) {
+    // With every connection to this backend busy, Node's agent queues the request instead.
+    const upstream = head && route && this.path.upstream(route.target, false);
+    if (!head || !route || !upstream) {
       this.giveAway();
       return;
     }
@@ -281,11 +284,10 @@ class FastConnection implements UpstreamUser {
     this.path.options.metrics.fastPathRequests.inc();
     this.buffered = end + 4 < buffered.length ? buffered.subarray(end + 4) : undefined;
     if (this.buffered) this.socket.pause();
-    this.send(head, route, false);
+    this.send(head, route, upstream, false);
   }
 
-  private send(head: string, route: FastRoute, retried: boolean): void {
-    const upstream = this.path.upstream(route.target, retried);
+  private send(head: string, route: FastRoute, upstream: Upstream, retried: boolean): void {
     upstream.user = this;
     const toHead = head.charCodeAt(0) === 72; // 'H': HEAD
     this.exchange = {

@@ -18,8 +18,9 @@ export interface UpstreamUser {
   upstreamClosed(err: Error | undefined): void;
 }
 
-/** Idle connections kept per backend, as many as Node's agent keeps for the slow path. */
+/** Idle connections kept per backend, and connections open at once, as Node's agent has them for the slow path. */
 const MAX_IDLE_PER_BACKEND = 64;
+const MAX_OPEN_PER_BACKEND = 256;
 
 /**
  * Kept-alive plain-TCP connections to the share backends (the fast path serves `http://` targets
@@ -28,17 +29,24 @@ const MAX_IDLE_PER_BACKEND = 64;
  */
 export class UpstreamPool {
   private readonly idle = new Map<string, Upstream[]>();
+  private readonly open = new Map<string, number>();
   private closed = false;
 
-  /** An idle connection to `host:port`, or a new one (always a new one when `fresh`). */
-  take(host: string, port: number, fresh: boolean): Upstream {
+  /**
+   * An idle connection to `host:port`, or a new one (always a new one when `fresh`); undefined
+   * when that backend already has as many open as the pool allows (a `fresh` one excepted).
+   */
+  take(host: string, port: number, fresh: boolean): Upstream | undefined {
     const key = `${host}:${port}`;
     const upstream = fresh ? undefined : this.idle.get(key)?.pop();
     if (upstream) {
       upstream.reused = true;
       return upstream;
     }
-    return this.open(host, port, key);
+    const open = this.open.get(key) ?? 0;
+    if (!fresh && open >= MAX_OPEN_PER_BACKEND) return undefined;
+    this.open.set(key, open + 1);
+    return this.connect(host, port, key);
   }
 
   /** A connection whose response ended cleanly and that the backend keeps open. */
@@ -61,7 +69,7 @@ export class UpstreamPool {
     this.idle.clear();
   }
 
-  private open(host: string, port: number, key: string): Upstream {
+  private connect(host: string, port: number, key: string): Upstream {
     const socket = connect({ host, port, noDelay: true });
     const upstream: Upstream = { socket, key, reused: false, user: undefined };
     socket.on('data', (chunk: Buffer) => {
@@ -73,6 +81,9 @@ export class UpstreamPool {
       failure = err;
     });
     socket.on('close', () => {
+      const left = (this.open.get(key) ?? 1) - 1;
+      if (left > 0) this.open.set(key, left);
+      else this.open.delete(key);
       const user = upstream.user;
       upstream.user = undefined;
       if (user) user.upstreamClosed(failure);
