@@ -40,6 +40,7 @@ describe('parseRequestHead', () => {
   it.each([
     ['a body (Content-Length)', ['GET / HTTP/1.1', 'Host: a', 'Content-Length: 0']],
     ['a body (Transfer-Encoding)', ['GET / HTTP/1.1', 'Host: a', 'Transfer-Encoding: chunked']],
+    ['Content-Length spelled with an underscore', ['GET / HTTP/1.1', 'Host: a', 'Content_Length: 5']],
     ['another method', ['POST / HTTP/1.1', 'Host: a']],
     ['a lower-case method', ['get / HTTP/1.1', 'Host: a']],
     ['HTTP/1.0', ['GET / HTTP/1.0', 'Host: a']],

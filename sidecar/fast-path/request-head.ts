@@ -60,6 +60,8 @@ export function parseRequestHead(text: string, socket: FastRequest['socket']): F
     const name = (header[1] as string).toLowerCase();
     const value = trimOws(header[2] as string);
     if (name in headers || SLOW_PATH_HEADERS.has(name)) return undefined;
+    // `Content_Length` and the like: a backend that reads `_` as `-` would frame a body the fast path did not.
+    if (name.includes('_') && SLOW_PATH_HEADERS.has(name.replace(/_/g, '-'))) return undefined;
     if (name === 'connection' && value.toLowerCase() !== 'keep-alive') return undefined;
     headers[name] = value;
   }

@@ -321,3 +321,54 @@ describe('request smuggling through conflicting framing', () => {
     }),
   );
 });
+
+/**
+ * The fast path (sidecar/fast-path/) takes bodiless GETs itself and writes the backend a head of its
+ * own; these are GETs dressed to carry a second request in what one parser or another could read as
+ * a body. Whatever each is answered, every request that reaches the backend went through the
+ * frontend's checks: none carries the identity the smuggled head claims.
+ */
+describe('request smuggling behind a GET (the fast path)', () => {
+  const host = () => fe.host('open');
+  const smuggled = () => `GET /smuggled HTTP/1.1\r\nHost: ${host()}\r\nsvc-auth-email: evil@attacker.io\r\n\r\n`;
+  const cases: [string, () => string][] = [
+    [
+      'a GET with a Content-Length covering the next head',
+      () => request(['GET / HTTP/1.1', `Host: ${host()}`, `Content-Length: ${smuggled().length}`], smuggled()),
+    ],
+    [
+      'a GET with a chunked body ending before the next head',
+      () => request(['GET / HTTP/1.1', `Host: ${host()}`, 'Transfer-Encoding: chunked'], `0\r\n\r\n${smuggled()}`),
+    ],
+    [
+      'a GET with Content-Length spelled with an underscore',
+      () => request(['GET / HTTP/1.1', `Host: ${host()}`, `Content_Length: ${smuggled().length}`], smuggled()),
+    ],
+    [
+      'a GET with a space before the colon of Content-Length',
+      () => request(['GET / HTTP/1.1', `Host: ${host()}`, `Content-Length : ${smuggled().length}`], smuggled()),
+    ],
+    [
+      'a GET with Content-Length folded onto a continuation line',
+      () =>
+        request(['GET / HTTP/1.1', `Host: ${host()}`, 'X-A: 1', ` Content-Length: ${smuggled().length}`], smuggled()),
+    ],
+    [
+      'a GET whose lines end in bare LF',
+      () => `GET / HTTP/1.1\nHost: ${host()}\nContent-Length: ${smuggled().length}\n\n${smuggled()}`,
+    ],
+  ];
+
+  const tally = figures.attackClass('Request smuggling behind a GET (fast path)');
+
+  it.each(cases)('%s: nothing reaches the backend unchecked', (_name, bytes) =>
+    tally.run(async () => {
+      const before = seen.length;
+      const reply = await rawExchange(fe.port, bytes());
+      expect(reply.status).toBeGreaterThan(0);
+      const reached = seen.slice(before);
+      expect(reached.map((r) => r.headers['svc-auth-email'])).not.toContain('evil@attacker.io');
+      expect(reached.flatMap((r) => identityLike(r.rawHeaders))).toEqual([]);
+    }),
+  );
+});
