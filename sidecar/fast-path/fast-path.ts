@@ -205,8 +205,10 @@ class FastConnection implements UpstreamUser {
     const exchange = this.exchange;
     if (!exchange) return;
     if (!err && exchange.framer.end()) {
-      // A close-delimited body: complete, and the visitor's connection ends with it.
-      this.finish(exchange, false);
+      // A close-delimited body: complete, and the visitor's connection ends with it (its head said
+      // so); requests the visitor pipelined behind it are left for it to send again.
+      this.exchange = undefined;
+      this.done = true;
       this.socket.end();
       return;
     }

@@ -289,6 +289,25 @@ describe('the fast path', () => {
     agent.destroy();
   });
 
+  it('ends the connection after a close-delimited response, not serving what was pipelined behind it', async () => {
+    const host = fe.host('open');
+    const before = backend.seen.length;
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(fe.port, '127.0.0.1', () =>
+        socket.write(`GET /until-close HTTP/1.1\r\nHost: ${host}\r\n\r\nGET /behind HTTP/1.1\r\nHost: ${host}\r\n\r\n`),
+      );
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+      socket.on('close', () => resolve(received));
+      socket.on('error', reject);
+    });
+    expect(text.match(/^HTTP\/1\.1 /gm)).toHaveLength(1);
+    expect(text).toMatch(/connection: close\r\n\r\nuntil the backend closes$/);
+    // Time for a request sent on behind it to have reached the backend.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(backend.seen.slice(before).map((r) => r.url)).toEqual(['/until-close']);
+  });
+
   it('streams a large response to a visitor that reads slowly, whole', async () => {
     const received = await new Promise<number>((resolve, reject) => {
       const socket = connect(fe.port, '127.0.0.1', () =>
