@@ -214,9 +214,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     }
 
     // kube-apiserver
-    const securePort = await freePort();
-    const server = `https://127.0.0.1:${securePort}`;
-    const apiServerArgs = [
+    let securePort = await freePort();
+    let server = `https://127.0.0.1:${securePort}`;
+    const apiServerArgs = (): string[] => [
       '--advertise-address=127.0.0.1',
       '--bind-address=127.0.0.1',
       `--secure-port=${securePort}`,
@@ -235,12 +235,17 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       '--v=0',
       ...(options.apiServerArgs ?? []),
     ];
-    const startApiServer = async (): Promise<void> => {
+    /**
+     * A port taken between `freePort` and the bind (another process's outgoing connection can be
+     * given it as its local port) is replaced by a new one at the first start; a restart keeps its
+     * port (clients hold its address) and waits for it instead.
+     */
+    const startApiServer = async (firstStart: boolean): Promise<void> => {
       for (let attempt = 1; ; attempt++) {
         const proc = startProcess({
           name: 'kube-apiserver',
           command: binaries.kubeApiserver,
-          args: apiServerArgs,
+          args: apiServerArgs(),
           logFile: join(dir, 'kube-apiserver.log'),
           pidFile,
         });
@@ -261,14 +266,17 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         } catch (err) {
           await proc.terminate();
           if (attempt < 3 && isPortCollision(proc)) {
-            await sleep(1_000);
+            if (firstStart) {
+              securePort = await freePort();
+              server = `https://127.0.0.1:${securePort}`;
+            } else await sleep(1_000);
             continue;
           }
           throw err;
         }
       }
     };
-    await startApiServer();
+    await startApiServer(true);
 
     const kubeconfigPath = join(dir, 'admin.kubeconfig');
     await writeFile(kubeconfigPath, await kubeconfigYaml(server, pki.ca, 'admin', pki.admin), { mode: 0o600 });
@@ -318,7 +326,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         procs.splice(procs.indexOf(old), 1);
         await old.terminate();
       }
-      await startApiServer();
+      await startApiServer(false);
     };
 
     return { kubeconfigPath, kubeConfig, server, dir, binaries, userKubeConfig, restartApiServer, stop };
