@@ -102,14 +102,50 @@ export function startWatchdog(pidFile: string, dir: string, cleanup = ''): () =>
  * A loopback TCP port that was free a moment ago. etcd and kube-apiserver cannot listen on port 0
  * and report back, so the harness picks ports this way and retries the start on a collision.
  */
+/**
+ * A port free on 127.0.0.1 for a process to bind next, picked below the kernel's range for
+ * outgoing connections' local ports (ip_local_port_range): a port from that range can be given to
+ * another process's outgoing connection between this check and the bind (it happened to a
+ * kube-apiserver once). Random within the range, so parallel suites rarely pick the same one; a
+ * port in use is skipped. Port 0 (the kernel's pick) when there is no room below that range.
+ */
 export async function freePort(): Promise<number> {
-  return await new Promise<number>((resolve, reject) => {
+  // Below Kubernetes' NodePort range (30000–32767) too: the real cluster's Services take those.
+  const ceiling = Math.min(ephemeralRangeStart(), 30_000);
+  const floor = 10_000;
+  for (let attempt = 0; ceiling - floor > 1_000 && attempt < 50; attempt++) {
+    const port = floor + Math.floor(Math.random() * (ceiling - floor));
+    if (await canListen(port)) return port;
+  }
+  return await listenOnce(0);
+}
+
+function ephemeralRangeStart(): number {
+  try {
+    const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/);
+    return Number(low) || 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+async function canListen(port: number): Promise<boolean> {
+  try {
+    return (await listenOnce(port)) === port;
+  } catch {
+    return false;
+  }
+}
+
+/** Listens on 127.0.0.1:`port`, closes, and resolves the port it got. */
+function listenOnce(port: number): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(port, '127.0.0.1', () => {
       const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
+      const bound = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(bound));
     });
   });
 }
