@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { STATUS_CODES } from '../lib/node-http.ts';
 
 const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -26,6 +27,32 @@ export function sendPage(
   res.end(body);
 }
 
+/** A page as `sendPage` and `rawPage` write it. */
+export interface Page {
+  readonly status: number;
+  readonly title: string;
+  readonly message: string;
+}
+
+/** What a visitor sees when a share's backend fails, on either of the frontend's paths. */
+export const BACKEND_PAGES = {
+  unreachable: {
+    status: 502,
+    title: 'Backend unreachable',
+    message: 'The service behind this share is not answering. Try again later.',
+  },
+  refused: {
+    status: 502,
+    title: 'Bad gateway',
+    message: 'The service behind this share sent a response the frontend cannot pass on.',
+  },
+  timeout: {
+    status: 504,
+    title: 'Backend timeout',
+    message: 'The service behind this share did not answer in time. Try again later.',
+  },
+} as const satisfies Record<string, Page>;
+
 /** Every page's headers but its length: no caching, nothing loaded, no framing, no sniffing. */
 const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
@@ -47,9 +74,10 @@ function pageBody(status: number, title: string, message: string): string {
  * `sendPage`'s page as the bytes of a whole HTTP/1.1 response, for the fast path (which writes to
  * the socket itself); `close` adds `connection: close` when the connection ends after it.
  */
-export function rawPage(status: number, reason: string, title: string, message: string, close: boolean): Buffer {
+export function rawPage(page: Page, close: boolean): Buffer {
+  const { status, title, message } = page;
   const body = pageBody(status, title, message);
-  let head = `HTTP/1.1 ${status} ${reason}\r\n`;
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
   for (const [name, value] of Object.entries(PAGE_HEADERS)) head += `${name}: ${value}\r\n`;
   head += `content-length: ${Buffer.byteLength(body)}\r\n${close ? 'connection: close\r\n' : ''}\r\n`;
   return Buffer.from(head + body);

@@ -6,7 +6,7 @@ import { STATUS_CODES } from '../lib/node-http.ts';
 import type { ShareRoute } from '../lib/share/spec.ts';
 import type { Authenticator } from './auth.ts';
 import type { FrontendMetrics } from './metrics.ts';
-import { sendPage } from './pages.ts';
+import { BACKEND_PAGES, sendPage } from './pages.ts';
 import { BackendTimeout } from '../lib/backend-idle.ts';
 import { applyBackendHeaders, type BackendPipe } from '../lib/http-pipe.ts';
 import { backendHeaders } from './proxy.ts';
@@ -82,11 +82,13 @@ function proxyToBackend(
     metrics.request('upstream_error');
     if (err instanceof BackendTimeout) {
       log.warn({ share: share.token, err: errorText(err) }, 'backend timed out');
-      sendPage(res, 504, 'Backend timeout', 'The service behind this share did not answer in time. Try again later.');
+      const { status, title, message } = BACKEND_PAGES.timeout;
+      sendPage(res, status, title, message);
       return;
     }
     log.warn({ share: share.token, err: errorText(err) }, 'backend unreachable');
-    sendPage(res, 502, 'Backend unreachable', 'The service behind this share is not answering. Try again later.');
+    const { status, title, message } = BACKEND_PAGES.unreachable;
+    sendPage(res, status, title, message);
   };
   proxy.web(req, res, share.target, headers, onError, setCookie);
 }

@@ -10,7 +10,8 @@ import {
 import type { Logger } from '../../lib/logger.ts';
 import type { FrontendLimits } from '../connections.ts';
 import type { FrontendMetrics } from '../metrics.ts';
-import { rawPage } from '../pages.ts';
+import { BACKEND_PAGES, rawPage, type Page } from '../pages.ts';
+import { rejectUpgrade } from '../share-handler.ts';
 import { MAX_REQUEST_HEAD_BYTES, parseRequestHead, type FastRequest } from './request-head.ts';
 import { BackendProtocolError, ResponseFramer } from './response-framer.ts';
 import { UpstreamPool, type Upstream, type UpstreamUser } from './upstream-pool.ts';
@@ -175,7 +176,9 @@ class FastConnection implements UpstreamUser {
     if (exchange) {
       if (now - this.since >= limits.backendTimeoutMs) this.backendTimedOut(exchange, limits.backendTimeoutMs);
     } else if (this.headSince !== 0 && now - this.headSince >= limits.headersTimeoutMs) {
-      this.refuse(408, 'Request Timeout', 'Request timeout', 'The request headers did not arrive in time.');
+      // Answered as Node's server answers a head that does not arrive in time.
+      this.done = true;
+      rejectUpgrade(this.socket, 408);
     } else if (!this.started && !this.buffered && now - this.since >= limits.keepAliveTimeoutMs) {
       // Idle between requests (before the first one, the server's own wait for a first request applies).
       this.socket.destroy();
@@ -324,52 +327,33 @@ class FastConnection implements UpstreamUser {
   }
 
   private backendFailed(exchange: Exchange, err: Error): void {
-    const { metrics, log } = this.path.options;
-    metrics.request('upstream_error');
-    log.warn({ share: exchange.route.share, err: errorText(err) }, 'backend unreachable');
-    if (exchange.framer.relayed > 0) {
-      // Part of the response has gone out: cut the visitor's connection so that the truncation shows.
-      this.socket.destroy();
-      return;
-    }
-    const refused = err instanceof BackendProtocolError;
-    this.socket.write(
-      rawPage(
-        502,
-        'Bad Gateway',
-        refused ? 'Bad gateway' : 'Backend unreachable',
-        refused
-          ? 'The service behind this share sent a response the frontend cannot pass on.'
-          : 'The service behind this share is not answering. Try again later.',
-        false,
-      ),
+    this.path.options.log.warn({ share: exchange.route.share, err: errorText(err) }, 'backend unreachable');
+    this.failExchange(
+      exchange,
+      err instanceof BackendProtocolError ? BACKEND_PAGES.refused : BACKEND_PAGES.unreachable,
     );
-    this.finish(exchange, false);
   }
 
   private backendTimedOut(exchange: Exchange, ms: number): void {
-    const { metrics, log } = this.path.options;
-    metrics.request('upstream_error');
-    log.warn({ share: exchange.route.share, err: `no answer from the backend within ${ms} ms` }, 'backend timed out');
+    this.path.options.log.warn(
+      { share: exchange.route.share, err: `no answer from the backend within ${ms} ms` },
+      'backend timed out',
+    );
+    this.failExchange(exchange, BACKEND_PAGES.timeout);
+  }
+
+  /**
+   * The exchange failed: the visitor gets `page` and keeps its connection, or, once part of the
+   * response has gone out, loses the connection so that the truncation shows.
+   */
+  private failExchange(exchange: Exchange, page: Page): void {
+    this.path.options.metrics.request('upstream_error');
     if (exchange.framer.relayed > 0) {
       this.socket.destroy();
       return;
     }
-    this.socket.write(
-      rawPage(
-        504,
-        'Gateway Timeout',
-        'Backend timeout',
-        'The service behind this share did not answer in time. Try again later.',
-        false,
-      ),
-    );
+    this.socket.write(rawPage(page, false));
     this.finish(exchange, false);
-  }
-
-  private refuse(status: 408, reason: string, title: string, message: string): void {
-    this.done = true;
-    this.socket.end(rawPage(status, reason, title, message, true));
   }
 
   /** Gives the connection to Node's HTTP server once no response of the fast path's is under way. */

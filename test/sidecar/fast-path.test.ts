@@ -1,7 +1,7 @@
 import { Agent, createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import { connect, createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
+import { startTestFrontend, UNREACHABLE_IDP1, type TestFrontend } from '../support/frontend.ts';
 import { mintSessionCookie } from '../support/session.ts';
 
 /**
@@ -77,6 +77,20 @@ function startForgetfulBackend(): Promise<{ server: TcpServer; port: number }> {
   );
 }
 
+/**
+ * Writes `bytes` on a new connection (ending it when `end`, a half-close) and resolves everything
+ * the frontend sent once it closes the connection.
+ */
+function untilClosed(port: number, bytes: string, end: boolean): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => (end ? socket.end(bytes) : socket.write(bytes)));
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    socket.on('close', () => resolve(received));
+    socket.on('error', reject);
+  });
+}
+
 describe('the fast path', () => {
   let backend: Awaited<ReturnType<typeof startBackend>>;
   let forgetful: Awaited<ReturnType<typeof startForgetfulBackend>>;
@@ -93,19 +107,7 @@ describe('the fast path', () => {
       });
     });
     fe = await startTestFrontend({
-      providers: [
-        {
-          name: 'google',
-          type: 'idp1',
-          client_id: 'cid',
-          client_secret: 'secret',
-          authorize_url: 'http://127.0.0.1:9/auth',
-          token_url: 'http://127.0.0.1:9/token',
-          user_info_url: 'http://127.0.0.1:9/userinfo',
-          revocation_url: 'http://127.0.0.1:9/revoke',
-          login_url: 'http://127.0.0.1:9/login',
-        },
-      ],
+      providers: [UNREACHABLE_IDP1],
       shares: [
         { token: 'open', target: `http://127.0.0.1:${backend.port}` },
         { token: 'prefixed', target: `http://127.0.0.1:${backend.port}/app/` },
@@ -206,14 +208,8 @@ describe('the fast path', () => {
       `GET /one HTTP/1.1\r\nHost: ${host}\r\n\r\n` +
       `POST /two HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 5\r\n\r\nhello` +
       `GET /three HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`;
-    const text = await new Promise<string>((resolve, reject) => {
-      // Not ended by the client: Node's server ends a connection whose visitor half-closed at once.
-      const socket = connect(fe.port, '127.0.0.1', () => socket.write(bytes));
-      let received = '';
-      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-      socket.on('close', () => resolve(received));
-      socket.on('error', reject);
-    });
+    // Not ended by the client: Node's server ends a connection whose visitor half-closed at once.
+    const text = await untilClosed(fe.port, bytes, false);
     const bodies = [...text.matchAll(/\{"method":"(\w+)","url":"([^"]+)"\}/g)].map((m) => `${m[1]} ${m[2]}`);
     expect(bodies).toEqual(['GET /one', 'POST /two', 'GET /three']);
     expect(text.match(/^HTTP\/1\.1 200 OK/gm)).toHaveLength(3);
@@ -225,13 +221,7 @@ describe('the fast path', () => {
     const bytes =
       `GET /first HTTP/1.1\r\nHost: ${host}\r\n\r\n` +
       `POST /second HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 2\r\n\r\nhi`;
-    const text = await new Promise<string>((resolve, reject) => {
-      const socket = connect(fe.port, '127.0.0.1', () => socket.end(bytes));
-      let received = '';
-      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-      socket.on('close', () => resolve(received));
-      socket.on('error', reject);
-    });
+    const text = await untilClosed(fe.port, bytes, true);
     // Node's server ends a connection whose visitor half-closed (its httpAllowHalfOpen is off), so the
     // POST handed to it is not answered; the GET before it is, and the connection does not hang.
     expect(text).toContain('{"method":"GET","url":"/first"}');
@@ -292,15 +282,11 @@ describe('the fast path', () => {
   it('ends the connection after a close-delimited response, not serving what was pipelined behind it', async () => {
     const host = fe.host('open');
     const before = backend.seen.length;
-    const text = await new Promise<string>((resolve, reject) => {
-      const socket = connect(fe.port, '127.0.0.1', () =>
-        socket.write(`GET /until-close HTTP/1.1\r\nHost: ${host}\r\n\r\nGET /behind HTTP/1.1\r\nHost: ${host}\r\n\r\n`),
-      );
-      let received = '';
-      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-      socket.on('close', () => resolve(received));
-      socket.on('error', reject);
-    });
+    const text = await untilClosed(
+      fe.port,
+      `GET /until-close HTTP/1.1\r\nHost: ${host}\r\n\r\nGET /behind HTTP/1.1\r\nHost: ${host}\r\n\r\n`,
+      false,
+    );
     expect(text.match(/^HTTP\/1\.1 /gm)).toHaveLength(1);
     expect(text).toMatch(/connection: close\r\n\r\nuntil the backend closes$/);
     // Time for a request sent on behind it to have reached the backend.
