@@ -2,7 +2,8 @@
  * `npm run bench:frontend` — requests/s and latency of an authenticated GET through the svc frontend
  * versus the same backend directly, a non-OAuth share, and nginx as a reference proxy, in one run.
  *
- * Every server runs in its own process: the backend (bench/lib/fixed-backend.ts), the development
+ * Every server runs in its own process: the backend (nginx answering a fixed body, bench/lib/backend.ts;
+ * `--backend node` for bench/lib/fixed-backend.ts's node:http server), the development
  * OIDC provider (sidecar/dev-idp.ts), the frontend exactly as deployed (`node bin/svc.js frontend
  * --config <generated yaml>`), nginx (generated config in a scratch dir), and the load generator
  * (autocannon in a child process, or wrk). The session cookie comes from a real login through the
@@ -13,7 +14,7 @@
  *                              [--latency-pin no|yes|both]
  *                              [--baseline <other checkout>] [--workers N] [--memory-limit pod|none|MiB]
  *                              [--variant='<NAME=value …> <node flags …>' …]
- *                              [--pair-rounds 6] [--pair-seconds 3] [--pair-pin yes|no]
+ *                              [--pair-rounds 6] [--pair-seconds 3] [--pair-pin yes|no] [--backend nginx|node]
  *
  * A bare `http.request` keep-alive proxy (bench/lib/proxy-paths.ts) is measured as the floor of a
  * Node proxy. `--baseline` runs another checkout's frontend beside this one (before/after figures in
@@ -25,8 +26,8 @@
  * oauth2-proxy (built by bench/provide-go-tools.sh, as released and with a 64-connection idle
  * upstream pool) is measured as the peer a user would pick instead, logged in the same way. Then
  * each configuration is loaded at one fixed arrival rate (`--rate`, default half of the frontend
- * OAuth share's saturation rate) for latency without coordinated omission (vegeta: bench/lib/vegeta.ts,
- * or bench/lib/fixed-rate.ts), in interleaved rounds. `--latency-pin both` (the default) runs that
+ * OAuth share's saturation rate) for latency without coordinated omission (bench/lib/fixed-rate.ts's
+ * socket client, or vegeta with `--rate-tool vegeta`: bench/lib/vegeta.ts), in interleaved rounds. `--latency-pin both` (the default) runs that
  * pass twice per rate: with every process free to run on any core, and with the proxies on a core of
  * their own (the load generator and the backend on the others, as for the paired rounds), so the
  * report separates what a proxy adds from what it loses waiting for a core the load generator holds.
@@ -42,7 +43,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { devInteractionsLogin } from './lib/dev-login.ts';
 import { barChartSvg } from './lib/chart.ts';
-import { FIXED_BODY_START as BODY_START, type FixedBackend } from './lib/fixed-backend.ts';
+import { startBackend, type Backend, type BackendKind } from './lib/backend.ts';
+import { FIXED_BODY_START as BODY_START } from './lib/fixed-backend.ts';
 import {
   DOMAIN,
   frontendLogin,
@@ -134,6 +136,12 @@ interface Settings extends LoadArgs {
   readonly pairSeconds: number;
   /** `--pair-pin yes|no` (default yes): each proxy on a core of its own during the paired rounds. */
   readonly pairPin: boolean;
+  /**
+   * `--backend nginx|node` (default nginx): what answers behind every contender. nginx's one worker
+   * costs a quarter of the node:http server's CPU per request at a fixed rate, which the proxies
+   * and the generator then have (docs/benchmarks.md, round 13).
+   */
+  readonly backend: BackendKind;
 }
 
 /** `--latency-pin` → the layouts of the fixed-rate pass (pinned or not), in the order they run. */
@@ -157,8 +165,10 @@ function settings(): Settings {
       'pair-rounds': { type: 'string', default: '6' },
       'pair-seconds': { type: 'string', default: '3' },
       'pair-pin': { type: 'string', default: 'yes' },
+      backend: { type: 'string', default: 'nginx' },
     },
   });
+  if (values.backend !== 'nginx' && values.backend !== 'node') throw new Error('--backend must be nginx or node');
   if (values.latency !== 'yes' && values.latency !== 'no') throw new Error('--latency must be yes or no');
   if (values['pair-pin'] !== 'yes' && values['pair-pin'] !== 'no') throw new Error('--pair-pin must be yes or no');
   const latencyPin = LATENCY_PIN.get(values['latency-pin']);
@@ -177,6 +187,7 @@ function settings(): Settings {
     pairRounds: intArg('pair-rounds', values['pair-rounds'], 0, 100),
     pairSeconds: intArg('pair-seconds', values['pair-seconds'], 1, 600),
     pairPin: values['pair-pin'] === 'yes',
+    backend: values.backend,
     latencyAt: values['latency-at'].split(',').map((f) => {
       const n = Number(f);
       if (!(n > 0 && n <= 1)) throw new Error(`--latency-at: "${f}" is not a fraction in (0, 1]`);
@@ -200,9 +211,7 @@ async function main(): Promise<number> {
     const variantPorts = await Promise.all(s.variants.map(() => freePort()));
     const [backend, idp, frontendPort, metricsPort, nginxPort, baselinePort, workersPort, ...peerPorts] =
       await Promise.all([
-        startModule<FixedBackend>('backend', join(ROOT, 'bench/lib/fixed-backend.ts'), 'startFixedBackend', {
-          bodyBytes: BODY_BYTES,
-        }),
+        startBackend(s.backend, dir, BODY_BYTES),
         startDevIdp(),
         freePort(),
         freePort(),
@@ -213,7 +222,7 @@ async function main(): Promise<number> {
         freePort(),
         freePort(),
       ]);
-    const backendUrl = new URL(backend.ready.url);
+    const backendUrl = new URL(backend.url);
     const { frontend, startup } = await startFrontendProcess({
       memoryLimits,
       root: ROOT,
@@ -350,6 +359,7 @@ async function main(): Promise<number> {
 
     const report = formatReport(
       s,
+      backend,
       results,
       latencySets,
       { before: memoryBefore, after: memoryAfter, heapBefore, heapAfter },
@@ -503,6 +513,7 @@ function chart(results: Measured[], latencies: readonly Latency[]): string {
 
 function formatReport(
   s: Settings,
+  backend: Backend,
   results: Measured[],
   latencySets: readonly LatencySet[],
   memory: {
@@ -554,6 +565,7 @@ function formatReport(
       .join(
         ' ',
       )}), the image entrypoint's Node flags (${imageNodeFlags().join(' ') || 'none'}) and ${s.memoryLimitMiB === undefined ? 'without a memory limit' : `each in its own memory cgroup of ${s.memoryLimitMiB} MiB${s.memoryLimitMiB === sidecarMemoryLimitBytes() / 1048576 ? ", the sidecar container's limit" : ''}: Node sizes V8's heap from it, as in a pod`} (\`--memory-limit\`)`,
+    `- backend: ${backend.text} (\`--backend\`)`,
     `- saturation: ${s.tool}, ${s.connections} connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per configuration, 127.0.0.1, ${BODY_BYTES}-byte body, keep-alive`,
     `- latency: open loop at ${[...new Set(latencySets.map((set) => set.latencies[0]?.result.rate ?? '-'))].join(', ')} req/s (${s.rate === undefined ? `${s.latencyAt.join(', ')} of the frontend OAuth share's saturation` : 'set by --rate'}) for ${s.durationSeconds} s per configuration and round`,
     '',

@@ -22,6 +22,13 @@ export const FIXED_BODY_START = 'hello from the benchmark backend';
 
 const STREAM_CHUNK = Buffer.alloc(64 * 1024, 'x');
 
+/** The small body every fixed backend answers with (this one and bench/lib/nginx.ts's): the start line, then `x` filler. */
+export function fixedBody(bytes: number): Buffer {
+  const body = Buffer.alloc(bytes, 'x');
+  body.write(`${FIXED_BODY_START}\n`);
+  return body;
+}
+
 /**
  * The simplest real backend: node:http answering every request with the same small body
  * (`200`, fixed Content-Length, keep-alive). `GET /big?mib=N` instead streams N MiB in 64 KiB
@@ -31,8 +38,7 @@ const STREAM_CHUNK = Buffer.alloc(64 * 1024, 'x');
  * load generator.
  */
 export async function startFixedBackend(options: FixedBackendOptions = {}): Promise<FixedBackend> {
-  const body = Buffer.alloc(options.bodyBytes ?? 64, 'x');
-  body.write(`${FIXED_BODY_START}\n`);
+  const body = fixedBody(options.bodyBytes ?? 64);
   const headers = { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(body.length) };
   const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 66_000 }, (req, res) => {
     // Drain any request body, then answer; GETs have none.

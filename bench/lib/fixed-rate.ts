@@ -1,4 +1,5 @@
-import { Agent, request } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { BackendProtocolError, ResponseFramer } from '../../sidecar/fast-path/response-framer.ts';
 
 /** Latency at a fixed arrival rate (open loop): requests leave on schedule, whatever the replies do. */
 export interface FixedRateOptions {
@@ -9,6 +10,12 @@ export interface FixedRateOptions {
   readonly durationSeconds: number;
   /** Keep-alive connections at most (requests beyond wait for one, and their wait counts). */
   readonly connections: number;
+  /**
+   * Seconds at the same rate before the timed run, its replies not timed (default 1): the
+   * generator's own code is compiled by then (without it, a cold run's first 1.5 s put 2–12 ms
+   * into the p99 of the bare backend; after, 0.7 ms).
+   */
+  readonly warmupSeconds?: number;
 }
 
 export interface FixedRateResult {
@@ -21,73 +28,248 @@ export interface FixedRateResult {
   readonly maxMs: number;
   readonly non2xx: number;
   readonly errors: number;
-  /** What the errors were, as the generator words them (vegeta's error set), when it says. */
+  /** What the errors were, as the generator words them, when it says. */
   readonly errorKinds?: readonly string[];
-  /** The generator: vegeta (bench/lib/vegeta.ts) when built, else this module's Node client. */
+  /** The generator: this module's socket client, or vegeta (bench/lib/vegeta.ts). */
   readonly tool: 'vegeta' | 'node';
 }
 
+/** A request still unanswered after this long counts as an error (vegeta's `-timeout` in the other generator). */
+const REPLY_TIMEOUT_MS = 30_000;
+
+/** One keep-alive connection and the request it carries, if any. */
+interface Connection {
+  readonly socket: Socket;
+  /** When the request on it became due (ms, performance.now()); undefined when idle. */
+  since: number | undefined;
+  framer: ResponseFramer | undefined;
+  /** Whether the request on it is timed (not one of the warm-up's). */
+  timed: boolean;
+  open: boolean;
+}
+
 /**
- * Sends `rate` requests per second for `durationSeconds` and measures each one from the moment it
- * was *scheduled*, not sent, so a slow server cannot hide its queueing (no coordinated omission;
- * wrk2's approach). Resolution is the event loop's (µs timestamps, ~1 ms timer ticks, which only
- * delay the send and are therefore counted). Run it in its own process (`startModule`).
+ * Sends `rate` requests per second for `durationSeconds` on at most `connections` keep-alive
+ * connections, and times each one from the moment it became due to the last byte of its reply: a
+ * request that waits for a free connection has that wait counted, and the sending never waits for
+ * replies, so a slow server cannot hide its queueing (no coordinated omission).
+ *
+ * Why not Node's HTTP client (this module until round 13) or vegeta: at the frontend's half
+ * saturation on a 2-core machine, vegeta took 0.8–0.9 of a core (60–70 µs per request) and Node's
+ * client more, so the generator and the backend overloaded the core they shared and decided the
+ * p99 being measured. This client writes one prebuilt request head per request on a raw socket,
+ * reads replies into one reused buffer (`onread`), and finds their ends with the frontend's own
+ * response framer (RFC 9112 §6.3), which also refuses a malformed reply.
+ *
+ * Pacing: requests become due on a uniform schedule; the due ones are sent at each timer tick
+ * (~1 ms, the event loop's resolution) and after each reply, so while replies flow the sends follow
+ * the schedule closely, and when they do not, they leave in bursts of at most a tick's worth.
+ * Run it in its own process (`startModule`).
  */
 export async function runFixedRate(options: FixedRateOptions): Promise<FixedRateResult> {
   const target = new URL(options.url);
-  const agent = new Agent({ keepAlive: true, maxSockets: options.connections });
-  const latencies: number[] = [];
+  if (target.protocol !== 'http:') throw new Error(`fixed-rate: only http:// targets, not ${options.url}`);
+  const port = Number(target.port || 80);
+  const head = requestHead(target, options.headers ?? {});
+  const untimed = Math.round(options.rate * (options.warmupSeconds ?? 1));
+  const timed = Math.round(options.rate * options.durationSeconds);
+  const total = untimed + timed;
+  const latencies = new Float64Array(timed);
+  const errorKinds = new Set<string>();
+  /** Replies, timed or not. */
+  let replies = 0;
+  let completed = 0;
   let non2xx = 0;
   let errors = 0;
   let sent = 0;
-  const total = Math.round(options.rate * options.durationSeconds);
-  const intervalMs = 1000 / options.rate;
-  const start = performance.now();
-  const pending: Promise<void>[] = [];
+  /** Due times of requests waiting for a free connection, in order. */
+  const waiting: number[] = [];
+  let waitingHead = 0;
+  const idle: Connection[] = [];
+  let opened = 0;
+  let start = 0;
+  let finish: () => void = () => undefined;
 
-  const one = (scheduled: number): Promise<void> =>
-    new Promise((resolve) => {
-      const req = request(
-        { host: target.hostname, port: target.port, path: target.pathname, headers: options.headers, agent },
-        (res) => {
-          if (res.statusCode === undefined || res.statusCode < 200 || res.statusCode > 299) non2xx += 1;
-          res.resume();
-          res.once('end', () => {
-            latencies.push(performance.now() - scheduled);
-            resolve();
-          });
+  const settled = (): number => replies + errors;
+  const fail = (kind: string): void => {
+    errors += 1;
+    errorKinds.add(kind);
+  };
+
+  let dispatched = 0;
+  const send = (conn: Connection, since: number): void => {
+    conn.since = since;
+    conn.timed = dispatched >= untimed;
+    dispatched += 1;
+    conn.framer = new ResponseFramer(false);
+    conn.socket.write(head);
+  };
+
+  /** Sends every request that is due, on idle connections; the rest wait for one. */
+  const pump = (): void => {
+    const now = performance.now();
+    const due = Math.min(total, Math.floor(((now - start) * options.rate) / 1000) + 1);
+    for (; sent < due; sent += 1) waiting.push(now);
+    while (waitingHead < waiting.length) {
+      const conn = idle.pop() ?? (opened < options.connections ? openConnection() : undefined);
+      if (!conn) break;
+      send(conn, waiting[waitingHead] as number);
+      waitingHead += 1;
+    }
+    if (waitingHead > 4096 && waitingHead * 2 > waiting.length) {
+      waiting.splice(0, waitingHead);
+      waitingHead = 0;
+    }
+  };
+
+  const release = (conn: Connection): void => {
+    conn.since = undefined;
+    conn.framer = undefined;
+    if (conn.open) idle.push(conn);
+    if (start > 0) pump();
+    if (settled() === total) finish();
+  };
+
+  const onReply = (conn: Connection, chunk: Buffer): void => {
+    const framer = conn.framer;
+    const since = conn.since;
+    if (!framer || since === undefined) {
+      conn.socket.destroy();
+      lost(conn, 'bytes from the server with no request outstanding');
+      return;
+    }
+    // The framer keeps an unfinished head's pieces: those must not be the reused read buffer.
+    const bytes = framer.headParsed ? chunk : Buffer.from(chunk);
+    let used: number;
+    try {
+      used = framer.feed(bytes, () => undefined);
+    } catch (err) {
+      conn.socket.destroy();
+      lost(conn, err instanceof BackendProtocolError ? err.message : String(err));
+      return;
+    }
+    if (!framer.done) return;
+    const status = framer.headParsed?.status ?? 0;
+    replies += 1;
+    if (conn.timed) {
+      latencies[completed] = performance.now() - since;
+      completed += 1;
+    }
+    if (status < 200 || status > 299) non2xx += 1;
+    if (used < bytes.length) {
+      conn.socket.destroy();
+      lost(conn, 'more bytes than the response framed (the server answered twice)');
+      return;
+    }
+    if (framer.headParsed?.closes) retire(conn);
+    release(conn);
+  };
+
+  /** The connection can carry no more requests: take it out, and open another in its place when needed. */
+  const retire = (conn: Connection): void => {
+    if (!conn.open) return;
+    conn.open = false;
+    opened -= 1;
+    const at = idle.indexOf(conn);
+    if (at >= 0) idle.splice(at, 1);
+    conn.socket.end();
+  };
+
+  /** The connection failed: its request, if any, is an error. */
+  const lost = (conn: Connection, kind: string): void => {
+    const had = conn.since !== undefined;
+    retire(conn);
+    conn.since = undefined;
+    conn.framer = undefined;
+    if (had) {
+      fail(kind);
+      if (start > 0) pump();
+      if (settled() === total) finish();
+    }
+  };
+
+  const readBuffer = Buffer.allocUnsafe(64 * 1024);
+  const openConnection = (): Connection => {
+    opened += 1;
+    const socket = connect({
+      host: target.hostname,
+      port,
+      noDelay: true,
+      onread: {
+        buffer: readBuffer,
+        callback: (nread: number, buf: Uint8Array): boolean => {
+          // No read can come before `conn` below is set: reads start on a later turn of the loop.
+          onReply(conn, Buffer.from(buf.buffer, buf.byteOffset, nread));
+          return true;
         },
-      );
-      req.once('error', () => {
-        errors += 1;
-        resolve();
-      });
-      req.end();
+      },
     });
+    const conn: Connection = { socket, since: undefined, framer: undefined, timed: false, open: true };
+    socket.on('error', (err: NodeJS.ErrnoException) => lost(conn, err.code ?? err.message));
+    socket.on('close', () => {
+      // The end of a close-delimited body (the framer marks it as closing, so it is not reused).
+      if (conn.framer?.end() === true) {
+        onReply(conn, Buffer.alloc(0));
+        return;
+      }
+      lost(conn, 'connection closed before the reply ended');
+    });
+    return conn;
+  };
 
-  await new Promise<void>((done) => {
-    const tick = (): void => {
-      const due = Math.min(total, Math.floor((performance.now() - start) / intervalMs) + 1);
-      for (; sent < due; sent += 1) pending.push(one(start + sent * intervalMs));
-      if (sent >= total) done();
-      else setTimeout(tick, 1);
-    };
-    tick();
-  });
-  await Promise.all(pending);
-  agent.destroy();
-  latencies.sort((a, b) => a - b);
-  const pct = (p: number): number => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? NaN;
+  // Connections open before the clock starts, as a browser's would already be.
+  const warm = Array.from({ length: options.connections }, openConnection);
+  await Promise.all(
+    warm.map(
+      (conn) =>
+        new Promise<void>((resolve, reject) => {
+          conn.socket.once('connect', resolve);
+          conn.socket.once('error', reject);
+        }),
+    ),
+  );
+  idle.push(...warm.reverse());
+
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  start = performance.now();
+  const ticker = setInterval(() => {
+    pump();
+    if (sent === total) clearInterval(ticker);
+  }, 1);
+  pump();
+  const deadline = setTimeout(finish, (total / options.rate) * 1000 + REPLY_TIMEOUT_MS);
+  await done;
+  clearInterval(ticker);
+  clearTimeout(deadline);
+  const unanswered = total - settled();
+  if (unanswered > 0) {
+    errors += unanswered;
+    errorKinds.add(`no reply within ${REPLY_TIMEOUT_MS / 1000} s`);
+  }
+  for (const conn of [...idle, ...warm]) conn.socket.destroy();
+
+  const sorted = latencies.subarray(0, completed).sort();
+  const pct = (p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
   return {
     rate: options.rate,
-    sent,
-    completed: latencies.length,
+    sent: Math.max(0, sent - untimed),
+    completed,
     p50Ms: pct(0.5),
     p90Ms: pct(0.9),
     p99Ms: pct(0.99),
-    maxMs: latencies.at(-1) ?? NaN,
+    maxMs: sorted.at(-1) ?? NaN,
     non2xx,
     errors,
+    errorKinds: [...errorKinds],
     tool: 'node',
   };
+}
+
+/** The request every send writes: one GET head, built once (a `host` in `headers` replaces the URL's). */
+function requestHead(target: URL, headers: Readonly<Record<string, string>>): Buffer {
+  const lines = [`GET ${target.pathname}${target.search} HTTP/1.1`];
+  const given = Object.keys(headers).map((name) => name.toLowerCase());
+  if (!given.includes('host')) lines.push(`host: ${target.host}`);
+  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
+  return Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
 }

@@ -12,7 +12,7 @@ export interface LoadArgs extends LoadSettings {
   readonly rate: number | undefined;
   /** Interleaved rounds of the fixed-rate runs (`--latency-rounds`). */
   readonly latencyRounds: number;
-  /** The fixed-rate generator (`--rate-tool auto`: vegeta when bench/provide-go-tools.sh built it). */
+  /** The fixed-rate generator (`--rate-tool auto`: bench/lib/fixed-rate.ts's socket client, the lightest). */
   readonly rateTool: RateTool;
 }
 
@@ -42,7 +42,7 @@ export function loadArgs(
 ): LoadArgs {
   const load = values.load === 'auto' ? (commandExists('wrk') ? 'wrk' : 'autocannon') : values.load;
   if (load !== 'autocannon' && load !== 'wrk') throw new Error('--load must be auto, autocannon or wrk');
-  const rateTool = values['rate-tool'] === 'auto' ? (vegetaBinary() ? 'vegeta' : 'node') : values['rate-tool'];
+  const rateTool = values['rate-tool'] === 'auto' ? 'node' : values['rate-tool'];
   if (rateTool !== 'vegeta' && rateTool !== 'node') throw new Error('--rate-tool must be auto, vegeta or node');
   if (rateTool === 'vegeta' && !vegetaBinary())
     throw new Error('--rate-tool vegeta: run bench/provide-go-tools.sh first');

@@ -1,0 +1,112 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runFixedRate } from './fixed-rate.ts';
+
+describe('runFixedRate', () => {
+  const servers: (Server | TcpServer)[] = [];
+  afterEach(async () => {
+    for (const server of servers.splice(0)) {
+      if ('closeAllConnections' in server) server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  const serve = async (handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> => {
+    const server = createServer(handler);
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/path?q=1`;
+  };
+
+  it('sends the rate for the warm-up and the duration with the given headers, and times every reply after the warm-up', async () => {
+    const seen: string[] = [];
+    const url = await serve((req, res) => {
+      seen.push(`${req.method} ${req.url} ${req.headers.host} ${req.headers.cookie}`);
+      res.end('hello');
+    });
+    const result = await runFixedRate({
+      url,
+      headers: { host: 'share.example.test', cookie: 'svc_session=abc' },
+      rate: 400,
+      durationSeconds: 1,
+      warmupSeconds: 0.5,
+      connections: 4,
+    });
+    expect(result).toMatchObject({ rate: 400, sent: 400, completed: 400, non2xx: 0, errors: 0, tool: 'node' });
+    expect(seen).toHaveLength(600);
+    expect(new Set(seen)).toEqual(new Set(['GET /path?q=1 share.example.test svc_session=abc']));
+    expect(result.p50Ms).toBeGreaterThan(0);
+    expect(result.p50Ms).toBeLessThanOrEqual(result.p90Ms);
+    expect(result.p90Ms).toBeLessThanOrEqual(result.p99Ms);
+    expect(result.p99Ms).toBeLessThanOrEqual(result.maxMs);
+  });
+
+  it('counts the wait for a busy connection: a slow server cannot hide its queue', async () => {
+    // One connection, 20 ms a reply: 50 replies/s against 100 sent; the last request, due at 0.99 s,
+    // is answered at about 2 s.
+    const url = await serve((_req, res) => setTimeout(() => res.end('slow'), 20));
+    const result = await runFixedRate({ url, rate: 100, durationSeconds: 1, warmupSeconds: 0, connections: 1 });
+    expect(result.completed).toBe(100);
+    expect(result.maxMs).toBeGreaterThan(700);
+    expect(result.p50Ms).toBeGreaterThan(200);
+  });
+
+  it('reads chunked replies, counts non-2xx, and replaces connections the server closes', async () => {
+    let n = 0;
+    const url = await serve((_req, res) => {
+      n += 1;
+      if (n % 3 === 0) {
+        res.writeHead(503, { connection: 'close' }).end('busy');
+      } else if (n % 3 === 1) {
+        res.write('chunked, ');
+        res.end('twice');
+      } else {
+        res.writeHead(200, { 'content-length': '2' }).end('ok');
+      }
+    });
+    const result = await runFixedRate({ url, rate: 300, durationSeconds: 1, warmupSeconds: 0, connections: 3 });
+    expect(result).toMatchObject({ sent: 300, completed: 300, non2xx: 100, errors: 0 });
+  });
+
+  it('counts a malformed reply as an error, with what was wrong, and goes on', async () => {
+    let n = 0;
+    const server = createTcpServer((socket) => {
+      socket.on('data', () => {
+        n += 1;
+        socket.write(
+          n % 2 === 0
+            ? 'HTTP/1.1 200 OK\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\nxx'
+            : 'HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok',
+        );
+      });
+      socket.on('error', () => undefined);
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const result = await runFixedRate({ url, rate: 100, durationSeconds: 1, warmupSeconds: 0, connections: 2 });
+    expect(result.sent).toBe(100);
+    expect(result.completed + result.errors).toBe(100);
+    expect(result.errors).toBeGreaterThan(10);
+    expect(result.errorKinds).toEqual(['backend response refused: bad Content-Length']);
+  });
+
+  it('reads a reply whose body runs to the end of the connection, then opens another', async () => {
+    const server = createTcpServer((socket) => {
+      socket.once('data', () => socket.end('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nuntil the end'));
+      socket.on('error', () => undefined);
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const result = await runFixedRate({ url, rate: 100, durationSeconds: 1, warmupSeconds: 0, connections: 2 });
+    expect(result).toMatchObject({ sent: 100, completed: 100, non2xx: 0, errors: 0 });
+  });
+
+  it('refuses a target it cannot speak to', async () => {
+    await expect(
+      runFixedRate({ url: 'https://127.0.0.1:1/', rate: 1, durationSeconds: 1, connections: 1 }),
+    ).rejects.toThrow('only http:// targets');
+  });
+});
