@@ -3,10 +3,11 @@
 # shared with the Kubernetes test binaries (outside the repository). Each binary is skipped when
 # present.
 #
-#   vegeta               the fixed-rate (open-loop) load generator of the latency runs: requests
-#                        leave on schedule whatever the replies do, latency in ns from Go's
-#                        monotonic clock, about a tenth of the CPU per request of a Node client
-#                        (measured: bench/lib/vegeta.ts)
+#   vegeta               a fixed-rate (open-loop) load generator: requests leave on schedule
+#                        whatever the replies do. The latency runs' generator of rounds 10–12, now
+#                        `--rate-tool vegeta` (bench/lib/vegeta.ts); the default is svc's socket
+#                        client (bench/lib/fixed-rate.ts), which takes a third to a half of
+#                        vegeta's CPU per request
 #
 #   oauth2-proxy         the release as published (its defaults: Go's http.Transport keeps at most
 #                        2 idle connections per upstream host, so under concurrency most requests

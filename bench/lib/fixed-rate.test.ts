@@ -33,7 +33,7 @@ describe('runFixedRate', () => {
       warmupSeconds: 0.5,
       connections: 4,
     });
-    expect(result).toMatchObject({ rate: 400, sent: 400, completed: 400, non2xx: 0, errors: 0, tool: 'node' });
+    expect(result).toMatchObject({ rate: 400, sent: 400, warmupSent: 200, completed: 400, non2xx: 0, errors: 0 });
     expect(seen).toHaveLength(600);
     expect(new Set(seen)).toEqual(new Set(['GET /path?q=1 share.example.test svc_session=abc']));
     expect(result.p50Ms).toBeGreaterThan(0);

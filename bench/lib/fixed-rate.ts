@@ -20,7 +20,9 @@ export interface FixedRateOptions {
 
 export interface FixedRateResult {
   readonly rate: number;
+  /** Requests sent in the timed run (`durationSeconds`), and before it in the generator's warm-up. */
   readonly sent: number;
+  readonly warmupSent?: number;
   readonly completed: number;
   readonly p50Ms: number;
   readonly p90Ms: number;
@@ -253,6 +255,7 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
   return {
     rate: options.rate,
     sent: Math.max(0, sent - untimed),
+    warmupSent: Math.min(sent, untimed),
     completed,
     p50Ms: pct(0.5),
     p90Ms: pct(0.9),

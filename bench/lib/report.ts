@@ -84,6 +84,14 @@ export function onCorePerRequest(wait: CoreWait | undefined, requests: number): 
   return wait === undefined || requests === 0 ? undefined : wait.slices / requests;
 }
 
+/**
+ * The requests a fixed-rate run sent, its generator's warm-up included: the CPU and core-wait
+ * readings around the run cover the warm-up too, so per-request and per-second figures divide by these.
+ */
+function requestsOf(run: FixedRateRun): number {
+  return run.sent + (run.warmupSent ?? 0);
+}
+
 /** A run's figure over the first row's (direct, the baseline every fixed-rate pass starts with). */
 export function addedOverDirect(
   latencies: readonly Latency[],
@@ -109,9 +117,9 @@ export function latencySection(
 ): string[] {
   const base = latencies[0]?.result;
   const cores = (cpuSeconds: number | undefined, run: FixedRateRun): string =>
-    cpuSeconds === undefined ? '-' : fixed(cpuSeconds / (run.sent / run.rate), 2);
+    cpuSeconds === undefined ? '-' : fixed(cpuSeconds / (requestsOf(run) / run.rate), 2);
   const msPerSecond = (seconds: number | undefined, run: FixedRateRun): string =>
-    seconds === undefined ? '-' : fixed((seconds * 1000) / (run.sent / run.rate), 1);
+    seconds === undefined ? '-' : fixed((seconds * 1000) / (requestsOf(run) / run.rate), 1);
   const waitPerSecond = (wait: CoreWait | undefined, run: FixedRateRun): string => msPerSecond(wait?.waitSeconds, run);
   const waitEach = (wait: CoreWait | undefined): string =>
     wait === undefined || wait.slices === 0 ? '-' : fixed((wait.waitSeconds * 1e6) / wait.slices, 0);
@@ -154,8 +162,8 @@ export function latencySection(
         2,
       ),
       cores(result.proxyCpuSeconds, result),
-      fixed(perRequestUs(result.proxyCpuSeconds, result.sent), 0),
-      fixed(onCorePerRequest(result.proxyWait, result.sent), 2),
+      fixed(perRequestUs(result.proxyCpuSeconds, requestsOf(result)), 0),
+      fixed(onCorePerRequest(result.proxyWait, requestsOf(result)), 2),
       rounds.map((r) => waitPerSecond(r.proxyWait, r)).join(', '),
       waitEach(result.proxyWait),
       waitPerSecond(result.backendWait, result),
@@ -183,12 +191,13 @@ export function latencySection(
  */
 function outlierRounds(latencies: readonly Latency[]): string[] {
   const busiest = (run: FixedRateRun): string =>
-    (run.busiest ?? []).map((p) => `${p.name} [${p.pid}] ${fixed(p.seconds / (run.sent / run.rate), 2)}`).join(', ') ||
-    '-';
+    (run.busiest ?? [])
+      .map((p) => `${p.name} [${p.pid}] ${fixed(p.seconds / (requestsOf(run) / run.rate), 2)}`)
+      .join(', ') || '-';
   const machine = (run: FixedRateRun): string => {
     const m = run.machine;
     if (!m) return '';
-    const seconds = run.sent / run.rate;
+    const seconds = requestsOf(run) / run.rate;
     const kinds = ['user', 'system', 'softirq', 'irq', 'steal', 'iowait', 'idle'] as const;
     return ` (machine: ${kinds.map((kind) => `${kind} ${fixed(m[kind] / seconds, 2)}`).join(', ')})`;
   };
