@@ -42,7 +42,7 @@ const REPLY_TIMEOUT_MS = 30_000;
 /** One keep-alive connection and the request it carries, if any. */
 interface Connection {
   readonly socket: Socket;
-  /** When the request on it became due (ms, performance.now()); undefined when idle. */
+  /** When the generator found the request on it due (ms, performance.now()); undefined when idle. */
   since: number | undefined;
   framer: ResponseFramer | undefined;
   /** Whether the request on it is timed (not one of the warm-up's). */
@@ -52,9 +52,10 @@ interface Connection {
 
 /**
  * Sends `rate` requests per second for `durationSeconds` on at most `connections` keep-alive
- * connections, and times each one from the moment it became due to the last byte of its reply: a
- * request that waits for a free connection has that wait counted, and the sending never waits for
- * replies, so a slow server cannot hide its queueing (no coordinated omission).
+ * connections, and times each one from the moment the generator found it due (the timer tick or
+ * reply below; the moment it is written when a connection is free) to the last byte of its reply:
+ * a request that waits for a free connection has that wait counted, and the sending never waits
+ * for replies, so a slow server cannot hide its queueing (no coordinated omission).
  *
  * Why not Node's HTTP client (this module until round 13) or vegeta: at the frontend's half
  * saturation on a 2-core machine, vegeta took 0.8–0.9 of a core (60–70 µs per request) and Node's
