@@ -9,15 +9,7 @@ cd "$(dirname "$0")/.."
 missing=""
 command -v wrk >/dev/null 2>&1 || missing="$missing wrk"
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx-light"
-if [ -n "$missing" ]; then
-  if [ "$(id -u)" = 0 ]; then
-    echo "provide-tools: apt-get install$missing" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
-  else
-    echo "provide-tools: missing Debian packages:$missing — run: sudo apt-get install$missing" >&2
-    exit 1
-  fi
-fi
+# shellcheck disable=SC2086 # one word per package
+sh scripts/apt-install.sh "provide-tools:" $missing
 
 sh bench/provide-go-tools.sh

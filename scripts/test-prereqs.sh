@@ -23,16 +23,7 @@ command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 [ -x /usr/sbin/conntrack ] || missing+=(conntrack)
 [ -x /usr/bin/buildah ] || missing+=(buildah)
 [ -x /usr/bin/mmdebstrap ] || missing+=(mmdebstrap)
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ]; then
-    echo "[prereqs] apt-get install ${missing[*]}" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  else
-    echo "[prereqs] missing Debian packages: ${missing[*]} — run: sudo apt-get install ${missing[*]}" >&2
-    exit 1
-  fi
-fi
+sh scripts/apt-install.sh "[prereqs]" "${missing[@]}"
 
 bash test/k8s/provide-binaries.sh >/dev/null
 bash test/k8s/provide-node-binaries.sh >/dev/null

@@ -1,9 +1,7 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fixedBody, type FixedBackend } from './fixed-backend.ts';
-import { startNginxBackend } from './nginx.ts';
+import { nginxVersion, startNginxBackend } from './nginx.ts';
 import { freePort } from './ports.ts';
 import { startModule } from './processes.ts';
 
@@ -42,11 +40,4 @@ export async function startBackend(kind: BackendKind, dir: string, bodyBytes: nu
   const pid = nginx.workerPid();
   if (pid === undefined) throw new Error('nginx backend: no worker process');
   return { url: nginx.url, pid, text: `${nginxVersion()}, one worker, \`return 200\` of a ${bodyBytes}-byte body` };
-}
-
-/** `nginx/1.22.1`, as `nginx -v` says it (on stderr). */
-function nginxVersion(): string {
-  const binary = existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx';
-  const { stderr } = spawnSync(binary, ['-v'], { encoding: 'utf8' });
-  return /nginx\/[\d.]+/.exec(stderr)?.[0] ?? 'nginx';
 }

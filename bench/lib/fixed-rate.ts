@@ -42,12 +42,17 @@ const REPLY_TIMEOUT_MS = 30_000;
 /** One keep-alive connection and the request it carries, if any. */
 interface Connection {
   readonly socket: Socket;
-  /** When the generator found the request on it due (ms, performance.now()); undefined when idle. */
-  since: number | undefined;
-  framer: ResponseFramer | undefined;
-  /** Whether the request on it is timed (not one of the warm-up's). */
-  timed: boolean;
+  /** The request in flight on it; undefined when idle. */
+  request: InFlight | undefined;
   open: boolean;
+}
+
+interface InFlight {
+  /** When the generator found the request due (ms, performance.now()). */
+  readonly since: number;
+  /** Whether it is timed (not one of the warm-up's). */
+  readonly timed: boolean;
+  readonly framer: ResponseFramer;
 }
 
 /**
@@ -101,10 +106,8 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
 
   let dispatched = 0;
   const send = (conn: Connection, since: number): void => {
-    conn.since = since;
-    conn.timed = dispatched >= untimed;
+    conn.request = { since, timed: dispatched >= untimed, framer: new ResponseFramer(false) };
     dispatched += 1;
-    conn.framer = new ResponseFramer(false);
     conn.socket.write(head);
   };
 
@@ -125,22 +128,26 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
     }
   };
 
-  const release = (conn: Connection): void => {
-    conn.since = undefined;
-    conn.framer = undefined;
-    if (conn.open) idle.push(conn);
+  /** A request was answered or failed: its place goes to the next due one, and the run may be over. */
+  const settledOne = (): void => {
     if (start > 0) pump();
     if (settled() === total) finish();
   };
 
+  const release = (conn: Connection): void => {
+    conn.request = undefined;
+    if (conn.open) idle.push(conn);
+    settledOne();
+  };
+
   const onReply = (conn: Connection, chunk: Buffer): void => {
-    const framer = conn.framer;
-    const since = conn.since;
-    if (!framer || since === undefined) {
+    const request = conn.request;
+    if (!request) {
       conn.socket.destroy();
       lost(conn, 'bytes from the server with no request outstanding');
       return;
     }
+    const framer = request.framer;
     // The framer keeps an unfinished head's pieces: those must not be the reused read buffer.
     const bytes = framer.headParsed ? chunk : Buffer.from(chunk);
     let used: number;
@@ -154,8 +161,8 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
     if (!framer.done) return;
     const status = framer.headParsed?.status ?? 0;
     replies += 1;
-    if (conn.timed) {
-      latencies[completed] = performance.now() - since;
+    if (request.timed) {
+      latencies[completed] = performance.now() - request.since;
       completed += 1;
     }
     if (status < 200 || status > 299) non2xx += 1;
@@ -180,14 +187,12 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
 
   /** The connection failed: its request, if any, is an error. */
   const lost = (conn: Connection, kind: string): void => {
-    const had = conn.since !== undefined;
+    const had = conn.request !== undefined;
     retire(conn);
-    conn.since = undefined;
-    conn.framer = undefined;
+    conn.request = undefined;
     if (had) {
       fail(kind);
-      if (start > 0) pump();
-      if (settled() === total) finish();
+      settledOne();
     }
   };
 
@@ -207,11 +212,11 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
         },
       },
     });
-    const conn: Connection = { socket, since: undefined, framer: undefined, timed: false, open: true };
+    const conn: Connection = { socket, request: undefined, open: true };
     socket.on('error', (err: NodeJS.ErrnoException) => lost(conn, err.code ?? err.message));
     socket.on('close', () => {
       // The end of a close-delimited body (the framer marks it as closing, so it is not reused).
-      if (conn.framer?.end() === true) {
+      if (conn.request?.framer.end() === true) {
         onReply(conn, Buffer.alloc(0));
         return;
       }

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startProcess, type BenchProcess } from './processes.ts';
@@ -117,7 +118,7 @@ ${server}
 `;
   const file = join(dir, 'nginx.conf');
   writeFileSync(file, config);
-  const binary = options.binary ?? (existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx');
+  const binary = options.binary ?? nginxBinary();
   const proc = await startProcess<true>({
     name: 'nginx',
     command: binary,
@@ -127,6 +128,17 @@ ${server}
     timeoutMs: 10_000,
   });
   return { port: options.port, process: proc, workerPid: () => workerOf(proc.pid) };
+}
+
+/** Debian's nginx, or the one on PATH. */
+function nginxBinary(): string {
+  return existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx';
+}
+
+/** `nginx/1.22.1`, as `nginx -v` says it (on stderr). */
+export function nginxVersion(): string {
+  const { stderr } = spawnSync(nginxBinary(), ['-v'], { encoding: 'utf8' });
+  return /nginx\/[\d.]+/.exec(stderr)?.[0] ?? 'nginx';
 }
 
 function workerOf(masterPid: number): number | undefined {

@@ -92,6 +92,11 @@ function requestsOf(run: FixedRateRun): number {
   return run.sent + (run.warmupSent ?? 0);
 }
 
+/** How long a fixed-rate run lasted, its warm-up included, in seconds. */
+function runSeconds(run: FixedRateRun): number {
+  return requestsOf(run) / run.rate;
+}
+
 /** A run's figure over the first row's (direct, the baseline every fixed-rate pass starts with). */
 export function addedOverDirect(
   latencies: readonly Latency[],
@@ -117,9 +122,9 @@ export function latencySection(
 ): string[] {
   const base = latencies[0]?.result;
   const cores = (cpuSeconds: number | undefined, run: FixedRateRun): string =>
-    cpuSeconds === undefined ? '-' : fixed(cpuSeconds / (requestsOf(run) / run.rate), 2);
+    cpuSeconds === undefined ? '-' : fixed(cpuSeconds / runSeconds(run), 2);
   const msPerSecond = (seconds: number | undefined, run: FixedRateRun): string =>
-    seconds === undefined ? '-' : fixed((seconds * 1000) / (requestsOf(run) / run.rate), 1);
+    seconds === undefined ? '-' : fixed((seconds * 1000) / runSeconds(run), 1);
   const waitPerSecond = (wait: CoreWait | undefined, run: FixedRateRun): string => msPerSecond(wait?.waitSeconds, run);
   const waitEach = (wait: CoreWait | undefined): string =>
     wait === undefined || wait.slices === 0 ? '-' : fixed((wait.waitSeconds * 1e6) / wait.slices, 0);
@@ -191,13 +196,11 @@ export function latencySection(
  */
 function outlierRounds(latencies: readonly Latency[]): string[] {
   const busiest = (run: FixedRateRun): string =>
-    (run.busiest ?? [])
-      .map((p) => `${p.name} [${p.pid}] ${fixed(p.seconds / (requestsOf(run) / run.rate), 2)}`)
-      .join(', ') || '-';
+    (run.busiest ?? []).map((p) => `${p.name} [${p.pid}] ${fixed(p.seconds / runSeconds(run), 2)}`).join(', ') || '-';
   const machine = (run: FixedRateRun): string => {
     const m = run.machine;
     if (!m) return '';
-    const seconds = requestsOf(run) / run.rate;
+    const seconds = runSeconds(run);
     const kinds = ['user', 'system', 'softirq', 'irq', 'steal', 'iowait', 'idle'] as const;
     return ` (machine: ${kinds.map((kind) => `${kind} ${fixed(m[kind] / seconds, 2)}`).join(', ')})`;
   };
