@@ -166,9 +166,9 @@ function hasBody(req: IncomingMessage): boolean {
 /** Nothing dropped: an upgrade's Connection and Upgrade headers are what it asks the backend for. */
 const NONE: ReadonlySet<string> = new Set();
 
-/** A proxied request's headers as sent to the backend: hop-by-hop ones dropped, Host the target's. */
-export function backendRequestHeaders(headers: BackendHeaders, host: string): BackendHeaders {
-  return requestHeaders(headers, host, HOP_BY_HOP_REQUEST);
+/** Whether a request header belongs to one connection and is not forwarded (the fast path writes its heads itself). */
+export function isHopByHopRequestHeader(name: string): boolean {
+  return HOP_BY_HOP_REQUEST.has(name);
 }
 
 /** The backend's headers less the `dropped` ones (hop-by-hop for a request), its Host the target's. */

@@ -23,4 +23,11 @@ describe('withoutOwnCookies', () => {
     expect(withoutOwnCookies(['svc=1', 'a=b'], 'svc')).toBe('a=b');
     expect(withoutOwnCookies('svc=1', 'svc')).toBeUndefined();
   });
+
+  it('keeps or drops a header of one cookie as it does a longer one', () => {
+    expect(withoutOwnCookies(' theme=dark ', 'svc')).toBe('theme=dark');
+    expect(withoutOwnCookies(' svc-login=2', 'svc')).toBeUndefined();
+    expect(withoutOwnCookies('  ', 'svc')).toBeUndefined();
+    expect(withoutOwnCookies('svc', 'svc')).toBeUndefined();
+  });
 });

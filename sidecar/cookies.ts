@@ -48,14 +48,21 @@ export function serializeCookie(name: string, value: string, options: CookieOpti
 export function withoutOwnCookies(header: string | string[] | undefined, cookieName: string): string | undefined {
   if (header === undefined) return undefined;
   const joined = Array.isArray(header) ? header.join('; ') : header;
+  // The common header of one cookie (often the session's alone), kept or dropped without the copies below.
+  if (!joined.includes(';')) {
+    const only = joined.trim();
+    return only === '' || isOwnCookie(only, cookieName) ? undefined : only;
+  }
   const kept = joined
     .split(';')
     .map((p) => p.trim())
-    .filter((p) => {
-      if (p === '') return false;
-      const eq = p.indexOf('=');
-      const name = (eq === -1 ? p : p.slice(0, eq)).trim();
-      return !name.startsWith(cookieName);
-    });
+    .filter((p) => p !== '' && !isOwnCookie(p, cookieName));
   return kept.length > 0 ? kept.join('; ') : undefined;
+}
+
+/** Whether a `name=value` pair (trimmed) is one of the frontend's own cookies. */
+function isOwnCookie(pair: string, cookieName: string): boolean {
+  const eq = pair.indexOf('=');
+  const name = (eq === -1 ? pair : pair.slice(0, eq)).trim();
+  return name.startsWith(cookieName);
 }

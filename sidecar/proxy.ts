@@ -74,21 +74,21 @@ export function backendHeaders(
     pushHeader(out, name, value);
   }
   const peer = req.socket.remoteAddress ?? '';
-  const host = incoming.host ?? publicUrl.host;
-  const proto = publicUrl.protocol.slice(0, -1);
+  const origin = publicOrigin(publicUrl);
+  const host = incoming.host ?? origin.host;
   out.push(
     'x-forwarded-for',
     forwardedFor ? `${forwardedFor}, ${peer}` : peer,
     'x-forwarded-host',
     host,
     'x-forwarded-proto',
-    proto,
+    origin.proto,
     'x-forwarded-port',
-    publicUrl.port || (publicUrl.protocol === 'https:' ? '443' : '80'),
+    origin.port,
     'x-real-ip',
     peer,
     'forwarded',
-    `for=${forwardedNode(peer)};host="${host}";proto=${proto}`,
+    forwarded(peer, host, origin.proto),
   );
   if (session) {
     out.push(
@@ -119,6 +119,31 @@ function isoTime(ms: number): string {
     lastIsoMs = ms;
   }
   return lastIso;
+}
+
+/** What the forwarding headers say of the public URL, read once: a URL's getters build new strings on every call. */
+const PUBLIC_ORIGINS = new WeakMap<URL, { readonly host: string; readonly proto: string; readonly port: string }>();
+function publicOrigin(url: URL): { readonly host: string; readonly proto: string; readonly port: string } {
+  let origin = PUBLIC_ORIGINS.get(url);
+  if (!origin) {
+    const proto = url.protocol.slice(0, -1);
+    origin = { host: url.host, proto, port: url.port || (proto === 'https' ? '443' : '80') };
+    PUBLIC_ORIGINS.set(url, origin);
+  }
+  return origin;
+}
+
+/**
+ * The RFC 7239 `Forwarded` value, remembered for the last peer and host: a keep-alive connection's
+ * requests all carry the same one, so it is built once per connection rather than per request.
+ */
+let lastForwarded = { peer: '', host: '', proto: '', value: '' };
+function forwarded(peer: string, host: string, proto: string): string {
+  const last = lastForwarded;
+  if (last.peer === peer && last.host === host && last.proto === proto && last.value !== '') return last.value;
+  const value = `for=${forwardedNode(peer)};host="${host}";proto=${proto}`;
+  lastForwarded = { peer, host, proto, value };
+  return value;
 }
 
 /** RFC 7239 §6 node name: IPv6 addresses are bracketed and quoted. */

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import { errorText } from '../../lib/errors.ts';
 import {
-  backendRequestHeaders,
+  isHopByHopRequestHeader,
   joinPath,
   upstreamHost,
   upstreamPort,
@@ -77,7 +77,8 @@ export class FastPath {
 
   /** A connection to the target's backend; undefined when all it may have are busy (unless `fresh`). */
   upstream(target: URL, fresh: boolean): Upstream | undefined {
-    return this.pool.take(upstreamHost(target), upstreamPort(target), fresh);
+    const parts = targetParts(target);
+    return this.pool.take(parts.upstreamHost, parts.upstreamPort, fresh, parts.poolKey);
   }
 
   release(upstream: Upstream): void {
@@ -109,7 +110,8 @@ interface Exchange {
   readonly framer: ResponseFramer;
   readonly head: string;
   readonly route: FastRoute;
-  readonly sentAt: bigint;
+  /** performance.now() when the head was written (a number: a bigint from hrtime is one more object per request). */
+  readonly sentAt: number;
   readonly retried: boolean;
 }
 
@@ -300,14 +302,14 @@ class FastConnection implements UpstreamUser {
       framer: new ResponseFramer(toHead),
       head,
       route,
-      sentAt: process.hrtime.bigint(),
+      sentAt: performance.now(),
       retried,
     };
     upstream.socket.write(head, 'latin1');
   }
 
   private observeHead(exchange: Exchange): void {
-    this.path.options.metrics.upstreamSeconds.observe(Number(process.hrtime.bigint() - exchange.sentAt) / 1e9);
+    this.path.options.metrics.upstreamSeconds.observe((performance.now() - exchange.sentAt) / 1000);
   }
 
   /** The response in flight is complete: its backend connection back to the pool when `reusable`. */
@@ -396,16 +398,49 @@ class FastConnection implements UpstreamUser {
 
 /**
  * The head sent to the backend: the request line with the target's path prefix, its Host, and
- * the prepared headers less the hop-by-hop ones; undefined when a value is one Node's client
- * would refuse (then the slow path answers as it does).
+ * the prepared headers less Host and the hop-by-hop ones; undefined when a value is one Node's
+ * client would refuse (then the slow path answers as it does).
  */
 function requestHead(request: FastRequest, route: FastRoute): string | undefined {
-  const headers = backendRequestHeaders(route.headers, route.target.host);
-  let head = `${request.method} ${joinPath(route.target.pathname, request.url)} HTTP/1.1\r\n`;
+  const target = targetParts(route.target);
+  let head = `${request.method} ${joinPath(target.pathname, request.url)} HTTP/1.1\r\nhost: ${target.host}\r\n`;
+  const headers = route.headers;
   for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (name === 'host' || isHopByHopRequestHeader(name)) continue;
     const value = headers[i + 1] as string;
     if (INVALID_HEADER_VALUE.test(value)) return undefined;
-    head += `${headers[i] as string}: ${value}\r\n`;
+    head += `${name}: ${value}\r\n`;
   }
   return `${head}\r\n`;
+}
+
+/** What the fast path reads of a share's target on every request. */
+interface TargetParts {
+  /** For the Host header and the request line. */
+  readonly host: string;
+  readonly pathname: string;
+  /** Where to connect, and the pool's name for it. */
+  readonly upstreamHost: string;
+  readonly upstreamPort: number;
+  readonly poolKey: string;
+}
+
+/** Each target's parts, read once: a URL's getters build new strings on every call. */
+const TARGET_PARTS = new WeakMap<URL, TargetParts>();
+function targetParts(target: URL): TargetParts {
+  let parts = TARGET_PARTS.get(target);
+  if (!parts) {
+    const host = upstreamHost(target);
+    const port = upstreamPort(target);
+    parts = {
+      host: target.host,
+      pathname: target.pathname,
+      upstreamHost: host,
+      upstreamPort: port,
+      poolKey: `${host}:${port}`,
+    };
+    TARGET_PARTS.set(target, parts);
+  }
+  return parts;
 }

@@ -1,11 +1,12 @@
 /**
- * A header value without the optional whitespace (spaces and tabs, RFC 9110 §5.6.3) around it.
+ * A header value (`value`, or its part from `from` to `to`) without the optional whitespace (spaces
+ * and tabs, RFC 9110 §5.6.3) around it.
  * Not `String#trim`, which also takes U+00A0, a byte a Latin-1 read of obs-text can produce; and
  * not a regular expression, whose `[\t ]*$` backtracks quadratically on a long run of spaces.
  */
-export function trimOws(value: string): string {
-  let start = 0;
-  let end = value.length;
+export function trimOws(value: string, from = 0, to = value.length): string {
+  let start = from;
+  let end = to;
   while (start < end && isOws(value.charCodeAt(start))) start += 1;
   while (end > start && isOws(value.charCodeAt(end - 1))) end -= 1;
   return start === 0 && end === value.length ? value : value.slice(start, end);

@@ -21,10 +21,13 @@ export interface FastRequest {
 /** Node's default limit on a request head (`--max-http-header-size`); a larger one is Node's to refuse with 431. */
 export const MAX_REQUEST_HEAD_BYTES = 16 * 1024;
 
-const REQUEST_LINE = /^(GET|HEAD) (\/[\x21-\x7e]*) HTTP\/1\.1$/;
+// Sticky patterns, tested in place on the head (no line copies, no match arrays: this runs for every
+// request). Each matches one whole line and its CRLF, or the end of the head.
+const REQUEST_LINE = /(?:GET|HEAD) \/[\x21-\x7e]* HTTP\/1\.1(?:\r\n|$)/y;
+const HEADER_NAME = /[!#$%&'*+\-.^_`|~0-9A-Za-z]+:/y;
 // One quantifier over the value, trimmed afterwards: a lazy value between two runs of optional
 // whitespace backtracks quadratically on a long run of spaces (a 16 KiB head: a ReDoS).
-const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):([\t\x20-\x7e]*)$/;
+const HEADER_VALUE = /[\t\x20-\x7e]*(?:\r\n|$)/y;
 
 /**
  * Headers that ask for more than forwarding a head: a body (Content-Length, Transfer-Encoding),
@@ -46,19 +49,25 @@ const SLOW_PATH_HEADERS = new Set([
 
 /**
  * The request whose head is `text` (the bytes before its blank line, read as Latin-1), or
- * undefined when the fast path leaves it to Node's server.
+ * undefined when the fast path leaves it to Node's server. A CR or LF anywhere but in a line's
+ * CRLF fails the line's pattern, so a bare one sends the request to Node's parser too.
  */
 export function parseRequestHead(text: string, socket: FastRequest['socket']): FastRequest | undefined {
-  if (text.length > MAX_REQUEST_HEAD_BYTES || /\r(?!\n)|(?<!\r)\n/.test(text)) return undefined;
-  const lines = text.split('\r\n');
-  const requestLine = REQUEST_LINE.exec(lines[0] as string);
-  if (!requestLine) return undefined;
+  if (text.length > MAX_REQUEST_HEAD_BYTES || !matchesAt(REQUEST_LINE, text, 0)) return undefined;
+  let at = REQUEST_LINE.lastIndex;
+  const head = text.charCodeAt(0) === 72; // 'H'
+  const targetStart = head ? 5 : 4;
+  const url = text.slice(targetStart, text.indexOf(' ', targetStart));
   const headers: IncomingHttpHeaders = Object.create(null) as IncomingHttpHeaders;
-  for (let i = 1; i < lines.length; i += 1) {
-    const header = HEADER_LINE.exec(lines[i] as string);
-    if (!header) return undefined;
-    const name = (header[1] as string).toLowerCase();
-    const value = trimOws(header[2] as string);
+  while (at < text.length) {
+    if (!matchesAt(HEADER_NAME, text, at)) return undefined;
+    const colon = HEADER_NAME.lastIndex - 1;
+    if (!matchesAt(HEADER_VALUE, text, colon + 1)) return undefined;
+    const next = HEADER_VALUE.lastIndex;
+    const lineEnd = text.charCodeAt(next - 1) === 10 ? next - 2 : next; // without its CRLF
+    const name = text.slice(at, colon).toLowerCase();
+    const value = trimOws(text, colon + 1, lineEnd);
+    at = next;
     if (name in headers || SLOW_PATH_HEADERS.has(name)) return undefined;
     // `Content_Length` and the like: a backend that reads `_` as `-` would frame a body the fast path did not.
     if (name.includes('_') && SLOW_PATH_HEADERS.has(name.replace(/_/g, '-'))) return undefined;
@@ -67,5 +76,11 @@ export function parseRequestHead(text: string, socket: FastRequest['socket']): F
   }
   const host = headers.host;
   if (host === undefined) return undefined;
-  return { method: requestLine[1] as 'GET' | 'HEAD', url: requestLine[2] as string, headers, host, socket };
+  return { method: head ? 'HEAD' : 'GET', url, headers, host, socket };
+}
+
+/** Whether the sticky `pattern` matches `text` at `index` (its end is then `pattern.lastIndex`). */
+function matchesAt(pattern: RegExp, text: string, index: number): boolean {
+  pattern.lastIndex = index;
+  return pattern.test(text);
 }

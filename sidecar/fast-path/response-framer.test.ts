@@ -37,6 +37,16 @@ describe('ResponseFramer', () => {
     expect(framer.headParsed).toEqual({ status: 200, closes: false });
   });
 
+  it('drops hop-by-hop headers wherever they stand: first, adjacent, last, and in any case', () => {
+    const { relayed } = frame([
+      'HTTP/1.1 200 OK\r\nTE: x\r\nserver: a\r\nUPGRADE: h2\r\nProxy-Connection: y\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok',
+    ]);
+    expect(relayed).toBe('HTTP/1.1 200 OK\r\nserver: a\r\nContent-Length: 2\r\n\r\nok');
+    const closing = frame(['HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nrest']);
+    expect(closing.relayed).toBe('HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nrest');
+    expect(frame(['HTTP/1.1 200 OK\r\n\r\n']).relayed).toBe('HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n');
+  });
+
   it('stops at the end of a response and leaves the bytes after it unused', () => {
     const { used, done } = frame(['HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200 OK\r\n']);
     expect(done).toBe(true);

@@ -25,9 +25,17 @@ const CRLF2 = Buffer.from('\r\n\r\n');
 /** Response headers the frontend does not pass on: they describe the backend connection (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
 
-const STATUS_LINE = /^HTTP\/1\.[01] ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
+// Sticky patterns, tested in place on the head (no line copies, no match arrays: this runs for every
+// response). Each matches one whole line and its CRLF, or the end of the head.
+const STATUS_LINE = /HTTP\/1\.[01] [1-9]\d\d(?: [\t\x20-\x7e\x80-\xff]*)?(?:\r\n|$)/y;
+const HEADER_NAME = /[!#$%&'*+\-.^_`|~0-9A-Za-z]+:/y;
 // One quantifier over the value, trimmed afterwards (a lazy value between optional whitespace backtracks quadratically).
-const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):([\t\x20-\x7e\x80-\xff]*)$/;
+const HEADER_VALUE = /[\t\x20-\x7e\x80-\xff]*(?:\r\n|$)/y;
+/** A trailer field: the same syntax as a header line. */
+const FIELD_LINE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*$/;
+/** The lengths of the header names the framer reads or drops: any other name needs no copy to be passed on. */
+const READ_NAME_LENGTHS = new Set([...HOP_BY_HOP, 'content-length', 'transfer-encoding'].map((name) => name.length));
+const EMPTY = Buffer.alloc(0);
 const DECIMAL = /^\d{1,15}$/;
 
 type Body =
@@ -54,7 +62,7 @@ export class ResponseFramer {
   /** An unfinished head's reads so far, their length, and its last three bytes. */
   private headParts: Buffer[] = [];
   private headLength = 0;
-  private headTail: Buffer = Buffer.alloc(0);
+  private headTail: Buffer = EMPTY;
   private body: Body | undefined;
   private framed: FramedHead | undefined;
   done = false;
@@ -128,20 +136,26 @@ export class ResponseFramer {
 
   private parseHead(text: string): 'interim' | { text: string } {
     if (text.includes('\n\n') || /\r(?!\n)|(?<!\r)\n/.test(text)) throw new BackendProtocolError('bare CR or LF');
-    const lines = text.split('\r\n');
-    const match = STATUS_LINE.exec(lines[0] as string);
-    if (!match) throw new BackendProtocolError('malformed status line');
-    const status = Number(match[1]);
+    if (!matchesAt(STATUS_LINE, text, 0)) throw new BackendProtocolError('malformed status line');
+    const status = digit(text, 9) * 100 + digit(text, 10) * 10 + digit(text, 11);
     if (status === 101) throw new BackendProtocolError('101 Switching Protocols without an upgrade');
     let length: string | undefined;
     let transferEncoding: string | undefined;
-    let closes = lines[0]?.startsWith('HTTP/1.0') === true;
-    let out = `${lines[0]}\r\n`;
-    for (let i = 1; i < lines.length; i += 1) {
-      const header = HEADER_LINE.exec(lines[i] as string);
-      if (!header) throw new BackendProtocolError('malformed header line');
-      const name = (header[1] as string).toLowerCase();
-      const value = trimOws(header[2] as string);
+    let closes = text.startsWith('HTTP/1.0');
+    // The head passed on is `text` less the hop-by-hop lines, copied in as few pieces as there are such lines.
+    let out = '';
+    let copiedTo = 0;
+    let at = STATUS_LINE.lastIndex;
+    while (at < text.length) {
+      if (!matchesAt(HEADER_NAME, text, at)) throw new BackendProtocolError('malformed header line');
+      const colon = HEADER_NAME.lastIndex - 1;
+      if (!matchesAt(HEADER_VALUE, text, colon + 1)) throw new BackendProtocolError('malformed header line');
+      const next = HEADER_VALUE.lastIndex;
+      const lineStart = at;
+      at = next;
+      if (!READ_NAME_LENGTHS.has(colon - lineStart)) continue;
+      const name = text.slice(lineStart, colon).toLowerCase();
+      const value = trimOws(text, colon + 1, text.charCodeAt(next - 1) === 10 ? next - 2 : next);
       if (name === 'content-length') {
         if (length !== undefined || !DECIMAL.test(value)) throw new BackendProtocolError('bad Content-Length');
         length = value;
@@ -151,7 +165,11 @@ export class ResponseFramer {
         if (/(?:^|,)\s*close\s*(?:,|$)/i.test(value)) closes = true;
         else if (closes && /(?:^|,)\s*keep-alive\s*(?:,|$)/i.test(value)) closes = false;
       }
-      if (!HOP_BY_HOP.has(name)) out += `${lines[i]}\r\n`;
+      if (HOP_BY_HOP.has(name)) {
+        out += text.slice(copiedTo, lineStart);
+        // The last line has no CRLF of its own in `text`: the one before it goes with it.
+        copiedTo = next === text.length && text.charCodeAt(next - 1) !== 10 ? text.length + 2 : next;
+      }
     }
     if (status < 200) return 'interim';
     if (transferEncoding !== undefined && length !== undefined)
@@ -164,6 +182,7 @@ export class ResponseFramer {
       else this.body = { kind: 'close' };
     } else if (length !== undefined) this.body = { kind: 'length', remaining: Number(length) };
     else this.body = { kind: 'close' };
+    if (copiedTo <= text.length) out += `${copiedTo === 0 ? text : text.slice(copiedTo)}\r\n`;
     if (this.body.kind === 'close') {
       closes = true;
       out += 'connection: close\r\n';
@@ -225,8 +244,18 @@ export class ResponseFramer {
         body.remaining = Number.parseInt(size[1] as string, 16);
         body.state = body.remaining === 0 ? 'trailer' : 'data';
       } else if (line === '') this.done = true;
-      else if (!HEADER_LINE.test(line)) throw new BackendProtocolError('malformed trailer field');
+      else if (!FIELD_LINE.test(line)) throw new BackendProtocolError('malformed trailer field');
     }
     return i;
   }
+}
+
+/** Whether the sticky `pattern` matches `text` at `index` (its end is then `pattern.lastIndex`). */
+function matchesAt(pattern: RegExp, text: string, index: number): boolean {
+  pattern.lastIndex = index;
+  return pattern.test(text);
+}
+
+function digit(text: string, index: number): number {
+  return text.charCodeAt(index) - 48;
 }

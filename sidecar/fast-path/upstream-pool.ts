@@ -34,10 +34,10 @@ export class UpstreamPool {
 
   /**
    * An idle connection to `host:port`, or a new one (always a new one when `fresh`); undefined
-   * when that backend already has as many open as the pool allows (a `fresh` one excepted).
+   * when that backend already has as many open as the pool allows (a `fresh` one excepted). `key`
+   * names the backend in the pool; callers that take often pass it built once.
    */
-  take(host: string, port: number, fresh: boolean): Upstream | undefined {
-    const key = `${host}:${port}`;
+  take(host: string, port: number, fresh: boolean, key = `${host}:${port}`): Upstream | undefined {
     const upstream = fresh ? undefined : this.idle.get(key)?.pop();
     if (upstream) {
       upstream.reused = true;
