@@ -52,6 +52,20 @@ describe('runFixedRate', () => {
     expect(result.p50Ms).toBeGreaterThan(200);
   });
 
+  it('counts its own stalls in the timed run: a blocked event loop shows, with its length', async () => {
+    const url = await serve((_req, res) => res.end('ok'));
+    // The generator runs in this process: 40 ms of busy work half-way through the timed run stalls it.
+    const block = setTimeout(() => {
+      const until = performance.now() + 40;
+      while (performance.now() < until);
+    }, 700);
+    const result = await runFixedRate({ url, rate: 200, durationSeconds: 1, warmupSeconds: 0.2, connections: 2 });
+    clearTimeout(block);
+    expect(result.completed).toBe(200);
+    expect(result.stalls).toBeGreaterThanOrEqual(1);
+    expect(result.longestStallMs).toBeGreaterThanOrEqual(40);
+  });
+
   it('reads chunked replies, counts non-2xx, and replaces connections the server closes', async () => {
     let n = 0;
     const url = await serve((_req, res) => {

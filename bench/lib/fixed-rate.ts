@@ -34,7 +34,18 @@ export interface FixedRateResult {
   readonly errorKinds?: readonly string[];
   /** The generator: this module's socket client, or vegeta (bench/lib/vegeta.ts). */
   readonly tool: 'vegeta' | 'node';
+  /**
+   * The socket client's own stalls in the timed run: times its event loop came back to send more
+   * than `STALL_MS` after it last did (its ~1 ms timer tick late: a collection of its own, or no
+   * core for it), and the longest. The requests due meanwhile leave together when it resumes, a
+   * burst the server then queues: the report shows these beside the tail they explain.
+   */
+  readonly stalls?: number;
+  readonly longestStallMs?: number;
 }
+
+/** A gap this long between two sends is a stall of the generator (its timer ticks every ~1 ms). */
+const STALL_MS = 2;
 
 /** A request still unanswered after this long counts as an error (vegeta's `-timeout` in the other generator). */
 const REPLY_TIMEOUT_MS = 30_000;
@@ -111,9 +122,18 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
     conn.socket.write(head);
   };
 
+  let lastPump = 0;
+  let stalls = 0;
+  let longestStallMs = 0;
   /** Sends every request that is due, on idle connections; the rest wait for one. */
   const pump = (): void => {
     const now = performance.now();
+    const gap = now - lastPump;
+    if (dispatched >= untimed && sent < total && lastPump > 0 && gap > STALL_MS) {
+      stalls += 1;
+      longestStallMs = Math.max(longestStallMs, gap);
+    }
+    lastPump = now;
     const due = Math.min(total, Math.floor(((now - start) * options.rate) / 1000) + 1);
     for (; sent < due; sent += 1) waiting.push(now);
     while (waitingHead < waiting.length) {
@@ -271,6 +291,8 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
     errors,
     errorKinds: [...errorKinds],
     tool: 'node',
+    stalls,
+    longestStallMs,
   };
 }
 

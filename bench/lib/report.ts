@@ -75,8 +75,13 @@ function latencyMethod(
   return (
     `Open loop: ${s.latencyRounds} interleaved rounds (the median round's percentiles reported), ${how}, up to ${s.connections} connections. ` +
     "Waiting for a core: the time the process's threads were runnable but on a run queue (the kernel's schedstat), per second of the run; " +
-    'µs per wait: that time over the times they were put on a core (median round); on a core per req: those times per request (a process that sleeps between requests pays a wake-up, and cold caches, for each); ksoftirqd: the kernel threads that take over deferred network work (loopback packets wait for them); major faults: page faults of the proxy that waited for a read from disk; helper threads: CPU of the threads of the proxy other than its main one (the concurrent collector and compiler of V8, the pool of libuv)'
+    'µs per wait: that time over the times they were put on a core (median round); on a core per req: those times per request (a process that sleeps between requests pays a wake-up, and cold caches, for each); ksoftirqd: the kernel threads that take over deferred network work (loopback packets wait for them); major faults: page faults of the proxy that waited for a read from disk; helper threads: CPU of the threads of the proxy other than its main one (the concurrent collector and compiler of V8, the pool of libuv); generator stalls: times the event loop of the socket client came back more than 2 ms after it last sent (the requests due meanwhile then leave together, a burst the proxy queues)'
   );
+}
+
+/** A fixed-rate run's generator stalls, `count / longest ms` (vegeta does not report them: '-'). */
+function stallText(run: FixedRateRun): string {
+  return run.stalls === undefined ? '-' : `${run.stalls} / ${fixed(run.longestStallMs, 1)}`;
 }
 
 /** How many times a proxy's threads were put on a core per request, from its core waits over a run. */
@@ -149,6 +154,7 @@ export function latencySection(
       'proxy major faults, each round',
       'proxy helper threads ms/s, each round',
       'generator cores',
+      'generator stalls > 2 ms, each round (count / longest ms)',
     ],
     latencies.map(({ target, result, rounds }) => [
       target.name,
@@ -176,6 +182,7 @@ export function latencySection(
       rounds.map((r) => (r.proxyMajorFaults === undefined ? '-' : String(r.proxyMajorFaults))).join(', '),
       rounds.map((r) => msPerSecond(r.proxyHelperCpuSeconds, r)).join(', '),
       cores(result.generatorCpuSeconds, result),
+      rounds.map(stallText).join(', '),
     ]),
   );
   const title = `## Latency at a fixed rate (${base?.rate ?? '-'} req/s${layout ? `, ${layout.name}` : ''})`;
