@@ -192,14 +192,19 @@ class FastConnection implements UpstreamUser {
     const exchange = this.exchange as Exchange;
     const framer = exchange.framer;
     let used: number;
+    // A read often holds a whole small response, which the framer relays as two writes (the head
+    // it rebuilt, then the body): corked, they leave in one writev system call rather than two.
+    this.socket.cork();
     try {
       const hadHead = framer.headParsed !== undefined;
       used = framer.feed(chunk, this.relay);
       if (!hadHead && framer.headParsed) this.observeHead(exchange);
     } catch (err) {
+      this.socket.uncork();
       this.backendFailed(exchange, err as Error);
       return;
     }
+    this.socket.uncork();
     if (!framer.done) return;
     // Bytes after the end of a response nobody asked for: that connection cannot be trusted again.
     const clean = used === chunk.length && !(framer.headParsed?.closes ?? true);
