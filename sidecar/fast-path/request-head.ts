@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { trimOws } from './ows.ts';
+import { matchesAt, trimOws } from './head-text.ts';
 
 /**
  * The requests the fast path takes itself: a GET or HEAD in HTTP/1.1 with an origin-form target,
@@ -77,10 +77,4 @@ export function parseRequestHead(text: string, socket: FastRequest['socket']): F
   const host = headers.host;
   if (host === undefined) return undefined;
   return { method: head ? 'HEAD' : 'GET', url, headers, host, socket };
-}
-
-/** Whether the sticky `pattern` matches `text` at `index` (its end is then `pattern.lastIndex`). */
-function matchesAt(pattern: RegExp, text: string, index: number): boolean {
-  pattern.lastIndex = index;
-  return pattern.test(text);
 }

@@ -1,4 +1,4 @@
-import { trimOws } from './ows.ts';
+import { matchesAt, trimOws } from './head-text.ts';
 
 /**
  * Where a backend's HTTP/1.1 response ends, read from its bytes as they arrive (RFC 9112 §6.3), so
@@ -248,12 +248,6 @@ export class ResponseFramer {
     }
     return i;
   }
-}
-
-/** Whether the sticky `pattern` matches `text` at `index` (its end is then `pattern.lastIndex`). */
-function matchesAt(pattern: RegExp, text: string, index: number): boolean {
-  pattern.lastIndex = index;
-  return pattern.test(text);
 }
 
 function digit(text: string, index: number): number {
