@@ -167,8 +167,7 @@ export class ResponseFramer {
       }
       if (HOP_BY_HOP.has(name)) {
         out += text.slice(copiedTo, lineStart);
-        // The last line has no CRLF of its own in `text`: the one before it goes with it.
-        copiedTo = next === text.length && text.charCodeAt(next - 1) !== 10 ? text.length + 2 : next;
+        copiedTo = next;
       }
     }
     if (status < 200) return 'interim';
@@ -182,7 +181,8 @@ export class ResponseFramer {
       else this.body = { kind: 'close' };
     } else if (length !== undefined) this.body = { kind: 'length', remaining: Number(length) };
     else this.body = { kind: 'close' };
-    if (copiedTo <= text.length) out += `${copiedTo === 0 ? text : text.slice(copiedTo)}\r\n`;
+    // The last line's CRLF is not in `text` (the head's end took it): added here unless that line was dropped.
+    if (copiedTo < text.length) out += `${copiedTo === 0 ? text : text.slice(copiedTo)}\r\n`;
     if (this.body.kind === 'close') {
       closes = true;
       out += 'connection: close\r\n';
