@@ -1,7 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runFixedRate } from './fixed-rate.ts';
+import { runFixedRate, type FixedRateResult } from './fixed-rate.ts';
+import { startModule } from './processes.ts';
 
 describe('runFixedRate', () => {
   const servers: (Server | TcpServer)[] = [];
@@ -64,6 +66,19 @@ describe('runFixedRate', () => {
     expect(result.completed).toBe(200);
     expect(result.stalls).toBeGreaterThanOrEqual(1);
     expect(result.longestStallMs).toBeGreaterThanOrEqual(40);
+  });
+
+  it('runs at the priority it is given, and says so', async () => {
+    const url = await serve((_req, res) => res.end('ok'));
+    // In a process of its own, as the benchmarks run it; a higher nice value needs no privilege.
+    const child = await startModule<FixedRateResult>(
+      'fixed-rate',
+      fileURLToPath(new URL('./fixed-rate.ts', import.meta.url)),
+      'runFixedRate',
+      { url, rate: 100, durationSeconds: 0.3, warmupSeconds: 0, connections: 1, priority: 7 },
+    );
+    await child.exited;
+    expect(child.ready).toMatchObject({ completed: 30, errors: 0, priority: 7 });
   });
 
   it('reads chunked replies, counts non-2xx, and replaces connections the server closes', async () => {

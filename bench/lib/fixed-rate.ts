@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net';
+import { getPriority, setPriority } from 'node:os';
 import { BackendProtocolError, ResponseFramer } from '../../sidecar/fast-path/response-framer.ts';
 
 /** Latency at a fixed arrival rate (open loop): requests leave on schedule, whatever the replies do. */
@@ -16,6 +17,12 @@ export interface FixedRateOptions {
    * into the p99 of the bare backend; after, 0.7 ms).
    */
   readonly warmupSeconds?: number;
+  /**
+   * The generator's scheduling priority for the run (a nice value, -20 to 19), where the system
+   * permits it (a lower value needs root): ahead of the other processes on its core it keeps its
+   * schedule better, with fewer stalls (docs/benchmarks.md, round 14). Absent: left as it is.
+   */
+  readonly priority?: number;
 }
 
 export interface FixedRateResult {
@@ -42,6 +49,8 @@ export interface FixedRateResult {
    */
   readonly stalls?: number;
   readonly longestStallMs?: number;
+  /** The nice value the socket client ran at. */
+  readonly priority?: number;
 }
 
 /** A gap this long between two sends is a stall of the generator (its timer ticks every ~1 ms). */
@@ -89,6 +98,13 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
   const target = new URL(options.url);
   if (target.protocol !== 'http:') throw new Error(`fixed-rate: only http:// targets, not ${options.url}`);
   const port = Number(target.port || 80);
+  if (options.priority !== undefined) {
+    try {
+      setPriority(options.priority);
+    } catch {
+      // Not permitted (a lower value without root): the run keeps the priority it has, and says which.
+    }
+  }
   const head = requestHead(target, options.headers ?? {});
   const untimed = Math.round(options.rate * (options.warmupSeconds ?? 1));
   const timed = Math.round(options.rate * options.durationSeconds);
@@ -293,6 +309,7 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
     tool: 'node',
     stalls,
     longestStallMs,
+    priority: getPriority(),
   };
 }
 

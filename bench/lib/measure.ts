@@ -105,6 +105,9 @@ export interface LoadSettings {
 
 const FIXED_RATE_MODULE = fileURLToPath(new URL('./fixed-rate.ts', import.meta.url));
 
+/** The socket generator's nice value: ahead of the backend and the kernel's work on its core (round 14). */
+const GENERATOR_PRIORITY = -10;
+
 /** One request before the load: a broken setup must fail here, not be reported as fast. */
 export async function checkTarget(t: Target): Promise<void> {
   const reply = await request(new URL(t.url), { headers: t.headers });
@@ -180,6 +183,7 @@ export async function fixedRate(s: FixedRateSettings, target: Target, rate: numb
     rate,
     durationSeconds: s.durationSeconds,
     connections: s.connections,
+    priority: GENERATOR_PRIORITY,
   };
   const pids = target.proxyPids();
   const every = cpuOfEveryProcess();

@@ -68,10 +68,12 @@ function latencyMethod(
   latencies: readonly Latency[],
 ): string {
   const tool = latencies[0]?.result.tool;
+  const priority = latencies[0]?.result.priority;
   const how =
     tool === 'vegeta'
       ? 'vegeta (each request timed from its start, queueing for a connection included; the pacer never waits for replies)'
-      : "svc's socket client (bench/lib/fixed-rate.ts: each request timed from the tick or reply at which it fell due, queueing for a connection included; sends never wait for replies; due requests leave at each ~1 ms timer tick and after each reply)";
+      : "svc's socket client (bench/lib/fixed-rate.ts: each request timed from the tick or reply at which it fell due, queueing for a connection included; sends never wait for replies; due requests leave at each ~1 ms timer tick and after each reply" +
+        (priority === undefined ? ')' : `; at nice ${priority})`);
   return (
     `Open loop: ${s.latencyRounds} interleaved rounds (the median round's percentiles reported), ${how}, up to ${s.connections} connections. ` +
     "Waiting for a core: the time the process's threads were runnable but on a run queue (the kernel's schedstat), per second of the run; " +
