@@ -137,10 +137,11 @@ function publicOrigin(url: URL): { readonly host: string; readonly proto: string
  * The RFC 7239 `Forwarded` value, remembered for the last peer and host: a keep-alive connection's
  * requests all carry the same one, so it is built once per connection rather than per request.
  */
-let lastForwarded = { peer: '', host: '', proto: '', value: '' };
+let lastForwarded:
+  { readonly peer: string; readonly host: string; readonly proto: string; readonly value: string } | undefined;
 function forwarded(peer: string, host: string, proto: string): string {
   const last = lastForwarded;
-  if (last.peer === peer && last.host === host && last.proto === proto && last.value !== '') return last.value;
+  if (last && last.peer === peer && last.host === host && last.proto === proto) return last.value;
   const value = `for=${forwardedNode(peer)};host="${host}";proto=${proto}`;
   lastForwarded = { peer, host, proto, value };
   return value;
