@@ -17,7 +17,9 @@
  *                              [--pair-rounds 6] [--pair-seconds 3] [--pair-pin yes|no] [--backend nginx|node]
  *
  * A bare `http.request` keep-alive proxy (bench/lib/proxy-paths.ts) is measured as the floor of a
- * Node proxy. `--baseline` runs another checkout's frontend beside this one (before/after figures in
+ * Node HTTP proxy, and a byte relay without HTTP as the floor of Node's sockets and event loop
+ * (the report compares each proxy's CPU per request at the fixed rates with its cost at
+ * saturation). `--baseline` runs another checkout's frontend beside this one (before/after figures in
  * one run); `--workers N` adds this frontend with `workers: N` (CPU and memory summed over its
  * processes); each `--variant` adds this frontend started with other Node flags and environment
  * variables (e.g. `--variant='--max-semi-space-size=4'`), to measure a runtime setting against the
@@ -86,6 +88,7 @@ import {
 } from './lib/processes.ts';
 import {
   addedOverDirect,
+  costAtRateSection,
   fixed,
   latencySection,
   type LatencyLayout,
@@ -107,6 +110,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BODY_BYTES = 64;
 /** The contender issue #12's targets are about: one frontend process, a logged-in visitor. */
 const OAUTH_SHARE = 'frontend, OAuth share (authenticated)';
+const RELAY = 'Node byte relay (no HTTP: the floor of Node sockets)';
 
 /** Arrival rate of the latency runs (`--rate auto`): half of the frontend OAuth share's saturation rate. */
 interface Settings extends LoadArgs {
@@ -242,7 +246,11 @@ async function main(): Promise<number> {
         undefined,
         { memoryLimit: memoryLimits.next(), env: imageEnvironment(), nodeFlags: imageNodeFlags() },
       );
-    const [bare, bareLists] = [await startBarePipe('lean'), await startBarePipe('lean-lists')];
+    const [bare, bareLists, relay] = [
+      await startBarePipe('lean'),
+      await startBarePipe('lean-lists'),
+      await startBarePipe('relay'),
+    ];
 
     const shareUrl = (token: string): URL => new URL(`http://${token}.${DOMAIN}:${frontendPort}/`);
     const cookie = await frontendLogin(shareUrl('login'), idp.ready.issuer);
@@ -286,6 +294,13 @@ async function main(): Promise<number> {
         headers: {},
         proxyPids: () => [bareLists.pid],
         memoryPids: () => [bareLists.pid],
+      },
+      {
+        name: RELAY,
+        url: relay.ready.url,
+        headers: {},
+        proxyPids: () => [relay.pid],
+        memoryPids: () => [relay.pid],
       },
       ...peers,
       ...extras.map((e) => e.target),
@@ -594,6 +609,8 @@ function formatReport(
     ...(latencySets.length > 0
       ? latencySets.flatMap((set) => [...latencySection(set.latencies, 'configuration', s, set.layout), ''])
       : ['(no fixed-rate latency runs: `--latency no`)']),
+    '',
+    ...costAtRateSection(results, latencySets),
     '',
     ...(paired
       ? [pairedSection('The frontend against the bare pipes, paired rounds', paired, s.pairSeconds, [0, 1])]

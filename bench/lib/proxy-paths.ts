@@ -7,7 +7,7 @@ import {
   type IncomingMessage,
   type ServerResponse,
 } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
 
 /**
@@ -15,9 +15,11 @@ import { createProxyServer } from 'http-proxy-3';
  * are also bench:frontend's floor of a Node proxy).
  * `lean`: `http.request` with header objects (as a first Node proxy is written); `lean-lists`: the
  * same pipe passing flat `[name, value, …]` header lists both ways, as svc's frontend does, which
- * spares Node's client its header map and a lower-cased copy of every name.
+ * spares Node's client its header map and a lower-cased copy of every name. `relay`: no HTTP at
+ * all, each visitor connection's bytes relayed on a backend connection of its own (what Node's
+ * sockets and event loop cost by themselves: the floor under any proxy written in Node).
  */
-export type ProxyPath = 'http-proxy-3' | 'lean' | 'lean-lists';
+export type ProxyPath = 'http-proxy-3' | 'lean' | 'lean-lists' | 'relay';
 
 export interface ProxyPathOptions {
   readonly path: ProxyPath;
@@ -95,6 +97,7 @@ function withoutHopByHop(headers: IncomingHttpHeaders): IncomingHttpHeaders {
  */
 export async function startProxyPath(options: ProxyPathOptions): Promise<{ url: string; close(): Promise<void> }> {
   const upstream = new URL(options.upstream);
+  if (options.path === 'relay') return startByteRelay(upstream);
   const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
   const proxy = createProxyServer({ xfwd: false, changeOrigin: true, agent });
   proxy.on('error', () => undefined);
@@ -117,6 +120,38 @@ export async function startProxyPath(options: ProxyPathOptions): Promise<{ url: 
         server.close(() => resolve());
         server.closeAllConnections();
         agent.destroy();
+      }),
+  };
+}
+
+/**
+ * The byte relay: a backend connection per visitor connection, bytes passed both ways as they
+ * come (`pipe`, so a slow reader holds the other side back), either side's end or failure closing both.
+ */
+async function startByteRelay(upstream: URL): Promise<{ url: string; close(): Promise<void> }> {
+  const open = new Set<Socket>();
+  const server = createTcpServer({ noDelay: true }, (visitor) => {
+    const backend = connect({ host: upstream.hostname, port: Number(upstream.port), noDelay: true });
+    for (const socket of [visitor, backend]) {
+      open.add(socket);
+      socket.once('close', () => {
+        open.delete(socket);
+        visitor.destroy();
+        backend.destroy();
+      });
+      socket.on('error', () => socket.destroy());
+    }
+    visitor.pipe(backend);
+    backend.pipe(visitor);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const socket of open) socket.destroy();
       }),
   };
 }

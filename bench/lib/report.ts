@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname } from 'node:path';
-import type { FixedRateRun, Latency } from './measure.ts';
+import type { FixedRateRun, Latency, Measured } from './measure.ts';
 import type { CoreWait } from './processes.ts';
 
 /** Plain-text reporting helpers shared by the benchmarks. */
@@ -229,5 +229,62 @@ function outlierRounds(latencies: readonly Latency[]): string[] {
     'Rounds whose p99 was over three times the median round and over 5 ms, with the processes that used the most CPU during them, in cores (the load generator has exited by then: it is the generator column), and the CPU time of the whole machine by kind, in cores:',
     '',
     ...lines,
+  ];
+}
+
+/** A proxy's CPU per request at saturation and at one fixed rate, and the share of a core that rate keeps busy. */
+export interface CostAtRate {
+  readonly saturationUs: number;
+  readonly fixedUs: number;
+  /** fixedUs over saturationUs. */
+  readonly ratio: number;
+  /** Cores the proxy used at the fixed rate (its CPU per request there times the rate). */
+  readonly busyCores: number;
+}
+
+/** Undefined for a contender without a proxy of its own (direct) or whose CPU could not be read in either run. */
+export function costAtRate(saturation: Measured | undefined, run: FixedRateRun | undefined): CostAtRate | undefined {
+  const saturationUs = saturation && perRequestUs(saturation.proxyCpuSeconds, saturation.load.requests);
+  const fixedUs = run && perRequestUs(run.proxyCpuSeconds, requestsOf(run));
+  if (!run || saturationUs === undefined || fixedUs === undefined || saturationUs === 0) return undefined;
+  return { saturationUs, fixedUs, ratio: fixedUs / saturationUs, busyCores: (fixedUs * run.rate) / 1e6 };
+}
+
+/**
+ * Each proxy's CPU per request at saturation beside its cost at each fixed rate of the run: a
+ * proxy whose requests stop sharing wake-ups and system calls when they arrive one at a time
+ * pays more for each, so a rate named as a fraction of its saturation keeps more of a core busy
+ * than that fraction (at half its saturation rate, half the ratio), and a queue's tail grows with it.
+ */
+export function costAtRateSection(
+  results: readonly Measured[],
+  sets: readonly { readonly latencies: readonly Latency[]; readonly layout?: LatencyLayout }[],
+): string[] {
+  const columns = sets.map(
+    (set) => `at ${set.latencies[0]?.result.rate ?? '-'} req/s${set.layout ? `, ${set.layout.name}` : ''}`,
+  );
+  const rows = results.flatMap((saturation) => {
+    const costs = sets.map((set) =>
+      costAtRate(saturation, set.latencies.find((l) => l.target === saturation.target)?.result),
+    );
+    if (costs.every((c) => c === undefined)) return [];
+    const at = (c: CostAtRate | undefined): string =>
+      c === undefined ? '-' : `${fixed(c.fixedUs, 0)} µs (${fixed(c.ratio, 2)}×), ${fixed(c.busyCores, 2)} cores`;
+    return [
+      [
+        saturation.target.name,
+        fixed(perRequestUs(saturation.proxyCpuSeconds, saturation.load.requests), 0),
+        ...costs.map(at),
+      ],
+    ];
+  });
+  if (rows.length === 0) return [];
+  return [
+    '## CPU per request at a fixed rate against saturation',
+    '',
+    "Each proxy's CPU per request at saturation, then at each fixed rate: µs per request (over its saturation figure), and the cores the proxy kept busy at that rate. " +
+      'At saturation requests share wake-ups of the event loop and its system calls; at a fixed rate below it each pays its own, so a rate named as a fraction of saturation keeps more of a core busy than the fraction says (at half of it, half the ratio), and the tail of the queue grows with that load.',
+    '',
+    markdownTable(['configuration', 'CPU µs/req at saturation', ...columns], rows),
   ];
 }
