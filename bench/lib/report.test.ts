@@ -73,6 +73,17 @@ describe('CPU per request at a fixed rate against saturation', () => {
       /\| Node byte relay +\| 18 +\| 30 µs \(1\.71×\), 0\.54 cores +\| 25 µs \(1\.43×\), 0\.45 cores +\|/,
     );
     expect(text).not.toContain('| direct (backend)');
+    expect(text).not.toContain('fell behind)');
+  });
+
+  it('marks a proxy that did not keep up with the rate', () => {
+    const t = target('oauth2-proxy');
+    const run = { ...fixedRun(18_000, 90_000, 18_000, 30), p99Ms: 4_000 };
+    const text = costAtRateSection(
+      [saturated(t, 40_000, 10)],
+      [{ latencies: [{ target: t, result: run, rounds: [] }] }],
+    ).join('\n');
+    expect(text).toMatch(/\| oauth2-proxy +\| 250 +\| 278 µs \(1\.11×\), 5\.00 cores \(fell behind\) \|/);
   });
 
   it('is left out of a report without fixed-rate runs', () => {

@@ -232,6 +232,9 @@ function outlierRounds(latencies: readonly Latency[]): string[] {
   ];
 }
 
+/** A fixed-rate p99 beyond which the proxy did not keep up with the rate. */
+const FELL_BEHIND_MS = 1000;
+
 /** A proxy's CPU per request at saturation and at one fixed rate, and the share of a core that rate keeps busy. */
 export interface CostAtRate {
   readonly saturationUs: number;
@@ -264,17 +267,18 @@ export function costAtRateSection(
     (set) => `at ${set.latencies[0]?.result.rate ?? '-'} req/s${set.layout ? `, ${set.layout.name}` : ''}`,
   );
   const rows = results.flatMap((saturation) => {
-    const costs = sets.map((set) =>
-      costAtRate(saturation, set.latencies.find((l) => l.target === saturation.target)?.result),
-    );
+    const runs = sets.map((set) => set.latencies.find((l) => l.target === saturation.target)?.result);
+    const costs = runs.map((run) => costAtRate(saturation, run));
     if (costs.every((c) => c === undefined)) return [];
-    const at = (c: CostAtRate | undefined): string =>
-      c === undefined ? '-' : `${fixed(c.fixedUs, 0)} µs (${fixed(c.ratio, 2)}×), ${fixed(c.busyCores, 2)} cores`;
+    const at = (c: CostAtRate | undefined, run: FixedRateRun | undefined): string =>
+      c === undefined || run === undefined
+        ? '-'
+        : `${fixed(c.fixedUs, 0)} µs (${fixed(c.ratio, 2)}×), ${fixed(c.busyCores, 2)} cores${run.p99Ms > FELL_BEHIND_MS ? ' (fell behind)' : ''}`;
     return [
       [
         saturation.target.name,
         fixed(perRequestUs(saturation.proxyCpuSeconds, saturation.load.requests), 0),
-        ...costs.map(at),
+        ...costs.map((c, i) => at(c, runs[i])),
       ],
     ];
   });
@@ -283,7 +287,8 @@ export function costAtRateSection(
     '## CPU per request at a fixed rate against saturation',
     '',
     "Each proxy's CPU per request at saturation, then at each fixed rate: µs per request (over its saturation figure), and the cores the proxy kept busy at that rate. " +
-      'At saturation requests share wake-ups of the event loop and its system calls; at a fixed rate below it each pays its own, so a rate named as a fraction of saturation keeps more of a core busy than the fraction says (at half of it, half the ratio), and the tail of the queue grows with that load.',
+      'At saturation requests share wake-ups of the event loop and its system calls; at a fixed rate below it each pays its own, so a rate named as a fraction of saturation keeps more of a core busy than the fraction says (at half of it, half the ratio), and the tail of the queue grows with that load. ' +
+      `A proxy that fell behind the rate (p99 over ${FELL_BEHIND_MS / 1000} s) went on working through its queue after the run: its figures there are not a steady state.`,
     '',
     markdownTable(['configuration', 'CPU µs/req at saturation', ...columns], rows),
   ];
