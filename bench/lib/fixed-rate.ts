@@ -59,6 +59,14 @@ const STALL_MS = 2;
 /** A request still unanswered after this long counts as an error (vegeta's `-timeout` in the other generator). */
 const REPLY_TIMEOUT_MS = 30_000;
 
+/**
+ * The longest a run can last once connected: its warm-up and timed sends, then the wait for the
+ * last replies. A proxy that falls behind the rate is answering its queue for all of that wait.
+ */
+export function longestRunMs(options: Pick<FixedRateOptions, 'durationSeconds' | 'warmupSeconds'>): number {
+  return ((options.warmupSeconds ?? 1) + options.durationSeconds) * 1000 + REPLY_TIMEOUT_MS;
+}
+
 /** One keep-alive connection and the request it carries, if any. */
 interface Connection {
   readonly socket: Socket;

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { FIXED_BODY_START } from './fixed-backend.ts';
-import type { FixedRateOptions, FixedRateResult } from './fixed-rate.ts';
+import { longestRunMs, type FixedRateOptions, type FixedRateResult } from './fixed-rate.ts';
 import { request } from './http.ts';
 import { runLoad, type LoadResult, type LoadTool } from './load.ts';
 import {
@@ -208,7 +208,8 @@ export async function fixedRate(s: FixedRateSettings, target: Target, rate: numb
       FIXED_RATE_MODULE,
       'runFixedRate',
       options,
-      (s.durationSeconds + 30) * 1000,
+      // Its start-up and connections on top of the run (a proxy far behind the rate keeps it to the end).
+      longestRunMs(options) + 15_000,
     );
     await child.exited;
     result = child.ready;
