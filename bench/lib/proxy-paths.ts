@@ -7,7 +7,7 @@ import {
   type IncomingMessage,
   type ServerResponse,
 } from 'node:http';
-import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
+import { connect, createServer as createTcpServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
 
 /**
@@ -111,17 +111,10 @@ export async function startProxyPath(options: ProxyPathOptions): Promise<{ url: 
     }
     pipe(req, res, upstream, agent, options.path === 'lean-lists' ? LIST_HEADERS : OBJECT_HEADERS);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-        agent.destroy();
-      }),
-  };
+  return listening(server, () => {
+    server.closeAllConnections();
+    agent.destroy();
+  });
 }
 
 /**
@@ -144,6 +137,16 @@ async function startByteRelay(upstream: URL): Promise<{ url: string; close(): Pr
     visitor.pipe(backend);
     backend.pipe(visitor);
   });
+  return listening(server, () => {
+    for (const socket of open) socket.destroy();
+  });
+}
+
+/** `server` on a free port of 127.0.0.1; closing it stops new connections and `dropConnections` ends the open ones. */
+async function listening(
+  server: Server,
+  dropConnections: () => void,
+): Promise<{ url: string; close(): Promise<void> }> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -151,7 +154,7 @@ async function startByteRelay(upstream: URL): Promise<{ url: string; close(): Pr
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
-        for (const socket of open) socket.destroy();
+        dropConnections();
       }),
   };
 }
