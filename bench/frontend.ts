@@ -28,8 +28,9 @@
  * oauth2-proxy (built by bench/provide-go-tools.sh, as released and with a 64-connection idle
  * upstream pool) is measured as the peer a user would pick instead, logged in the same way. Then
  * each configuration is loaded at one fixed arrival rate (`--rate`, default half of the frontend
- * OAuth share's saturation rate, the highest of `--saturation-samples` runs) for latency without coordinated omission (bench/lib/fixed-rate.ts's
- * socket client, or vegeta with `--rate-tool vegeta`: bench/lib/vegeta.ts), in interleaved rounds. `--latency-pin both` (the default) runs that
+ * OAuth share's saturation rate, the highest of `--saturation-samples` runs) for latency without
+ * coordinated omission (bench/lib/fixed-rate.ts's socket client, or vegeta with `--rate-tool
+ * vegeta`: bench/lib/vegeta.ts), in interleaved rounds. `--latency-pin both` (the default) runs that
  * pass twice per rate: with every process free to run on any core, and with the proxies on a core of
  * their own (the load generator and the backend on the others, as for the paired rounds), so the
  * report separates what a proxy adds from what it loses waiting for a core the load generator holds.
@@ -110,6 +111,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BODY_BYTES = 64;
 /** The contender issue #12's targets are about: one frontend process, a logged-in visitor. */
 const OAUTH_SHARE = 'frontend, OAuth share (authenticated)';
+/** Node's floor: a proxy that moves bytes and does nothing of HTTP (bench/lib/proxy-paths.ts `relay`). */
 const RELAY = 'Node byte relay (no HTTP: the floor of Node sockets)';
 
 /** Arrival rate of the latency runs (`--rate auto`): half of the frontend OAuth share's saturation rate. */
