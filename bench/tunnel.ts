@@ -48,6 +48,7 @@ import {
   type BenchProcess,
 } from './lib/processes.ts';
 import {
+  cpuPerRequestUs,
   fixed,
   latencySection,
   machineLines,
@@ -267,7 +268,7 @@ function chart(results: readonly Measured[], latencies: readonly Latency[], tran
         unit: 'µs',
         bars: results
           .filter((r) => r.proxyCpuSeconds !== undefined)
-          .map((r) => ({ label: r.target.name, value: perRequestUs(r.proxyCpuSeconds, r.load.requests) })),
+          .map((r) => ({ label: r.target.name, value: cpuPerRequestUs(r) })),
       },
       {
         title: `p99 latency at a fixed ${latencies[0]?.result.rate ?? '-'} req/s (lower is better)`,
@@ -301,7 +302,7 @@ function formatReport(
     fixed(r.load.p50Ms, 2),
     fixed(r.load.p99Ms, 2),
     `${r.load.non2xx} / ${r.load.errors}`,
-    fixed(perRequestUs(r.proxyCpuSeconds, r.load.requests), 0),
+    fixed(cpuPerRequestUs(r), 0),
     (r.proxyCpuSecondsEach?.length ?? 0) > 1
       ? (r.proxyCpuSecondsEach ?? []).map((c) => fixed(perRequestUs(c, r.load.requests), 0)).join(' + ')
       : '',

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { measure, type LoadSettings, type Measured, type Target } from './measure.ts';
-import { fixed, markdownTable, median, perRequestUs } from './report.ts';
+import { cpuPerRequestUs, fixed, markdownTable, median } from './report.ts';
 
 /**
  * Contenders measured in short alternating runs (A, B, C, A, B, C, …) rather than one long run
@@ -73,11 +73,6 @@ export function pinProcesses(
     text: `each proxy pinned to CPU ${last}, the load generator and the backend to CPU ${rest} (taskset)`,
     restore: () => set(all, [...proxies, ...rested]),
   };
-}
-
-/** The proxy's CPU time per request in µs, or undefined when its CPU could not be read. */
-export function cpuPerRequestUs(m: Measured): number | undefined {
-  return perRequestUs(m.proxyCpuSeconds, m.load.requests);
 }
 
 /** Per round, a contender's CPU per request over a reference contender's. */

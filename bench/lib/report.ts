@@ -28,6 +28,11 @@ export function perRequestUs(seconds: number | undefined, requests: number): num
   return seconds === undefined || requests === 0 ? undefined : (seconds / requests) * 1e6;
 }
 
+/** A saturation run's proxy CPU time per request in µs, or undefined when its CPU could not be read. */
+export function cpuPerRequestUs(m: Measured): number | undefined {
+  return perRequestUs(m.proxyCpuSeconds, m.load.requests);
+}
+
 export function fixed(value: number | undefined, decimals: number): string {
   return value === undefined || !Number.isFinite(value) ? '-' : value.toFixed(decimals);
 }
@@ -104,6 +109,11 @@ function runSeconds(run: FixedRateRun): number {
   return requestsOf(run) / run.rate;
 }
 
+/** CPU seconds spent during a fixed-rate run as cores kept busy. */
+function coresDuring(cpuSeconds: number | undefined, run: FixedRateRun): number | undefined {
+  return cpuSeconds === undefined ? undefined : cpuSeconds / runSeconds(run);
+}
+
 /** A run's figure over the first row's (direct, the baseline every fixed-rate pass starts with). */
 export function addedOverDirect(
   latencies: readonly Latency[],
@@ -128,8 +138,7 @@ export function latencySection(
   layout?: LatencyLayout,
 ): string[] {
   const base = latencies[0]?.result;
-  const cores = (cpuSeconds: number | undefined, run: FixedRateRun): string =>
-    cpuSeconds === undefined ? '-' : fixed(cpuSeconds / runSeconds(run), 2);
+  const cores = (cpuSeconds: number | undefined, run: FixedRateRun): string => fixed(coresDuring(cpuSeconds, run), 2);
   const msPerSecond = (seconds: number | undefined, run: FixedRateRun): string =>
     seconds === undefined ? '-' : fixed((seconds * 1000) / runSeconds(run), 1);
   const waitPerSecond = (wait: CoreWait | undefined, run: FixedRateRun): string => msPerSecond(wait?.waitSeconds, run);
@@ -241,16 +250,18 @@ export interface CostAtRate {
   readonly fixedUs: number;
   /** fixedUs over saturationUs. */
   readonly ratio: number;
-  /** Cores the proxy used at the fixed rate (its CPU per request there times the rate). */
+  /** Cores the proxy kept busy during the fixed-rate run (its CPU per request there times the rate). */
   readonly busyCores: number;
 }
 
 /** Undefined for a contender without a proxy of its own (direct) or whose CPU could not be read in either run. */
 export function costAtRate(saturation: Measured | undefined, run: FixedRateRun | undefined): CostAtRate | undefined {
-  const saturationUs = saturation && perRequestUs(saturation.proxyCpuSeconds, saturation.load.requests);
+  const saturationUs = saturation && cpuPerRequestUs(saturation);
   const fixedUs = run && perRequestUs(run.proxyCpuSeconds, requestsOf(run));
-  if (!run || saturationUs === undefined || fixedUs === undefined || saturationUs === 0) return undefined;
-  return { saturationUs, fixedUs, ratio: fixedUs / saturationUs, busyCores: (fixedUs * run.rate) / 1e6 };
+  const busyCores = run && coresDuring(run.proxyCpuSeconds, run);
+  if (saturationUs === undefined || fixedUs === undefined || busyCores === undefined || saturationUs === 0)
+    return undefined;
+  return { saturationUs, fixedUs, ratio: fixedUs / saturationUs, busyCores };
 }
 
 /**
@@ -274,13 +285,7 @@ export function costAtRateSection(
       c === undefined || run === undefined
         ? '-'
         : `${fixed(c.fixedUs, 0)} µs (${fixed(c.ratio, 2)}×), ${fixed(c.busyCores, 2)} cores${run.p99Ms > FELL_BEHIND_MS ? ' (fell behind)' : ''}`;
-    return [
-      [
-        saturation.target.name,
-        fixed(perRequestUs(saturation.proxyCpuSeconds, saturation.load.requests), 0),
-        ...costs.map((c, i) => at(c, runs[i])),
-      ],
-    ];
+    return [[saturation.target.name, fixed(cpuPerRequestUs(saturation), 0), ...costs.map((c, i) => at(c, runs[i]))]];
   });
   if (rows.length === 0) return [];
   return [
