@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { problemText, type Problem, type Result } from '../errors.ts';
 import { API_SHARE_FIELDS, CLI_SHARE_FIELDS, CONFIG_FILE_SHARE_FIELDS, CRD_SHARE_FIELDS } from './surfaces.ts';
+import { EMAIL_GLOB_MAX_LENGTH, EMAIL_GLOBS_MAX } from '../glob.ts';
 import { validateShareSpec, type ShareInput } from './validate.ts';
 
 const problemsOf = (result: Result<unknown>): Problem[] => (result.ok ? [] : result.problems);
@@ -128,6 +129,41 @@ describe('validateShareSpec', () => {
         code: 'invalid',
         message: 'must be a DNS label: lower-case letters, digits and -, at most 63 characters',
       },
+    ]);
+  });
+
+  it('compiles every glob a user can type, and bounds their number and length, on every surface', () => {
+    const typed = ['*@my-company.com', 'a+b@x.io', '(a|b)@x.io', '$^{}/@x.io', 'é😀@x.io', '[a-z-]@x.io'];
+    for (const fields of [API_SHARE_FIELDS, CLI_SHARE_FIELDS, CONFIG_FILE_SHARE_FIELDS, CRD_SHARE_FIELDS]) {
+      const ok = validateShareSpec(
+        { target: 'http://x', oauthProvider: 'p', oauthEmailAddressPatterns: typed },
+        fields,
+      );
+      expect(ok.ok && ok.value.oauth?.emailPatterns.map((g) => g.matches('alice@my-company.com'))).toEqual([
+        true, false, false, false, false, false,
+      ]); // prettier-ignore
+    }
+    const tooLong = `${'a'.repeat(EMAIL_GLOB_MAX_LENGTH - 5)}😀@x.io`;
+    const input = {
+      target: 'http://x',
+      oauthProvider: 'p',
+      oauthEmailAddressPatterns: [tooLong.slice(2), tooLong, ...Array<string>(EMAIL_GLOBS_MAX - 1).fill('*@x.io')],
+    };
+    expect(problemsOf(validateShareSpec(input, API_SHARE_FIELDS))).toEqual([
+      { path: 'oauthEmailAddressPatterns', code: 'not_allowed', message: 'at most 64 patterns, got 65' },
+      { path: 'oauthEmailAddressPatterns[1]', code: 'not_allowed', message: 'at most 320 characters, got 321' },
+    ]);
+    expect(textsOf(validateShareSpec(input, CLI_SHARE_FIELDS))).toEqual([
+      '--oauth-email-address-pattern: at most 64 patterns, got 65',
+      '--oauth-email-address-pattern[1]: at most 320 characters, got 321',
+    ]);
+    expect(textsOf(validateShareSpec(input, CONFIG_FILE_SHARE_FIELDS, {}, 'shares[0]'))).toEqual([
+      'shares[0].oauth_email_address_patterns: at most 64 patterns, got 65',
+      'shares[0].oauth_email_address_patterns[1]: at most 320 characters, got 321',
+    ]);
+    expect(textsOf(validateShareSpec(input, CRD_SHARE_FIELDS))).toEqual([
+      'spec.oauth.emailAddressPatterns: at most 64 patterns, got 65',
+      'spec.oauth.emailAddressPatterns[1]: at most 320 characters, got 321',
     ]);
   });
 

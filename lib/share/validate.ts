@@ -1,7 +1,7 @@
 import { ConfigReader, join } from '../config-reader.ts';
 import type { ProblemCode } from '../error-codes.ts';
 import type { Result } from '../errors.ts';
-import { compileGlob, type EmailGlob } from '../glob.ts';
+import { codePointLength, compileGlob, EMAIL_GLOB_MAX_LENGTH, EMAIL_GLOBS_MAX, type EmailGlob } from '../glob.ts';
 import {
   BACKEND_MODES,
   DEFAULT_CHECK_INTERVAL,
@@ -159,14 +159,7 @@ export function validateShareSpec(
   const patterns = r.stringArray(field('oauthEmailAddressPatterns'), names.oauthEmailAddressPatterns, '', {
     required: false,
   });
-  const emailPatterns: EmailGlob[] = [];
-  patterns?.forEach((text, i) => {
-    try {
-      emailPatterns.push(compileGlob(text));
-    } catch (err) {
-      r.problem(`${names.oauthEmailAddressPatterns}[${i}]`, (err as Error).message);
-    }
-  });
+  const emailPatterns = emailGlobsOf(r, patterns, names.oauthEmailAddressPatterns);
   const checkInterval = r.string(field('oauthCheckInterval'), names.oauthCheckInterval, '', { required: false });
   const checkIntervalMs = parseDuration(checkInterval ?? DEFAULT_CHECK_INTERVAL);
   if (checkIntervalMs === undefined) {
@@ -203,6 +196,27 @@ export function validateShareSpec(
       ...(webVolume ? { webVolume } : {}),
     },
   };
+}
+
+/** Compiles a share's email globs; bounds their number and length (the matcher's work grows with both). */
+function emailGlobsOf(r: ConfigReader, patterns: readonly string[] | undefined, path: string): EmailGlob[] {
+  if (patterns && patterns.length > EMAIL_GLOBS_MAX) {
+    r.problem(path, `at most ${EMAIL_GLOBS_MAX} patterns, got ${patterns.length}`, 'not_allowed');
+  }
+  const globs: EmailGlob[] = [];
+  patterns?.slice(0, EMAIL_GLOBS_MAX).forEach((text, i) => {
+    const length = codePointLength(text);
+    if (length > EMAIL_GLOB_MAX_LENGTH) {
+      r.problem(`${path}[${i}]`, `at most ${EMAIL_GLOB_MAX_LENGTH} characters, got ${length}`, 'not_allowed');
+      return;
+    }
+    try {
+      globs.push(compileGlob(text));
+    } catch (err) {
+      r.problem(`${path}[${i}]`, (err as Error).message);
+    }
+  });
+  return globs;
 }
 
 function oneOf<T extends string>(r: ConfigReader, value: unknown, path: string, allowed: readonly T[]): T | undefined {

@@ -141,7 +141,7 @@ describe('Share validation', () => {
       share({
         backendMode: 'proxy',
         target: 'http://my-app.default.svc:8080/base',
-        oauth: { provider: 'google', emailAddressPatterns: ['*@example.com', 'alice@example.org'] },
+        oauth: { provider: 'google', emailAddressPatterns: ['*@example.com', 'alice@example.org', '*@my-company.com'] },
         token: 'myapp',
       }),
     );
@@ -201,6 +201,16 @@ describe('Share validation', () => {
       'an email glob with two @',
       { ...proxy, oauth: { provider: 'google', emailAddressPatterns: ['a@b@example.com'] } },
       'spec.oauth.emailAddressPatterns[0]: Invalid value: "a@b@example.com"',
+    ],
+    [
+      'more email globs than a share may list',
+      { ...proxy, oauth: { provider: 'google', emailAddressPatterns: Array<string>(65).fill('*@example.com') } },
+      /spec\.oauth\.emailAddressPatterns: Too many: 65: must have at most 64 items/,
+    ],
+    [
+      'an email glob longer than 320 characters',
+      { ...proxy, oauth: { provider: 'google', emailAddressPatterns: [`${'a'.repeat(309)}@example.com`] } },
+      /spec\.oauth\.emailAddressPatterns\[0\]: Too long: .*320/,
     ],
     [
       'a malformed duration',
