@@ -351,7 +351,13 @@ export class Agent {
           checkIntervalMs: parseDuration(record.oauth.checkInterval) ?? 3 * 3_600_000,
         }
       : undefined;
-    const route: ShareRoute = { token: record.token, target: backendUrl, ...(oauth ? { oauth } : {}) };
+    // The agent mints every token itself, so a share's creation time tells it from any other share.
+    const route: ShareRoute = {
+      token: record.token,
+      instance: `${record.token}@${record.createdAt}`,
+      target: backendUrl,
+      ...(oauth ? { oauth } : {}),
+    };
     return { record, backendUrl, route, ...(listener ? { listener } : {}) };
   }
 

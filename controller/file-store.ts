@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { removeStaleTemporaries, writeFileAtomic } from '../lib/atomic-file.ts';
 import { SvcError, errorText } from '../lib/errors.ts';
-import type { RegistrationRecord, RegistrationStore } from './registration-store.ts';
+import type { RegistrationRecord, RegistrationStore, TokenReservation } from './registration-store.ts';
 import type { AccountRecord, ControllerStore, EnrollmentRecord, EnvironmentRecord } from './store.ts';
 
 interface Document {
@@ -14,6 +14,8 @@ interface Document {
   enrollments: EnrollmentRecord[];
   /** The share registry (absent in files written before tunnels). */
   shares?: RegistrationRecord[];
+  /** Freed share tokens in quarantine (absent in files written before it). */
+  reservations?: TokenReservation[];
 }
 
 export const CONTROLLER_STATE_FILE = 'controller.json';
@@ -147,6 +149,25 @@ export class ControllerFileStore implements ControllerStore, RegistrationStore {
       const removed = (doc.shares ?? []).filter((s) => s.envZId === envZId).map((s) => s.token);
       doc.shares = (doc.shares ?? []).filter((s) => s.envZId !== envZId);
       return removed;
+    });
+  }
+
+  async listReservations(): Promise<TokenReservation[]> {
+    return ((await this.snapshot()).reservations ?? []).map((r) => ({ ...r }));
+  }
+
+  putReservation(reservation: TokenReservation): Promise<void> {
+    return this.change((doc) => {
+      const others = (doc.reservations ?? []).filter((r) => r.token !== reservation.token);
+      doc.reservations = [...others, { ...reservation }];
+    });
+  }
+
+  deleteReservation(token: string): Promise<boolean> {
+    return this.change((doc) => {
+      const before = (doc.reservations ?? []).length;
+      doc.reservations = (doc.reservations ?? []).filter((r) => r.token !== token);
+      return doc.reservations.length !== before;
     });
   }
 

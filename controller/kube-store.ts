@@ -3,7 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { SvcError } from '../lib/errors.ts';
 import { KubeApiError, KubeClient, isConflict, isNotFound } from '../lib/kube/client.ts';
 import { SECRETS, resourcePath, type KubeObject } from '../lib/kube/resources.ts';
-import type { RegistrationRecord, RegistrationStore } from './registration-store.ts';
+import type { RegistrationRecord, RegistrationStore, TokenReservation } from './registration-store.ts';
 import type { AccountRecord, ControllerStore, EnrollmentRecord, EnvironmentRecord } from './store.ts';
 
 /** Field manager and `app.kubernetes.io/managed-by` value of every object the controller writes. */
@@ -18,7 +18,7 @@ const ENVIRONMENT_LABEL = 'svc.dev/environment';
 const REGISTRATION_ATTEMPTS = 5;
 const RECORD_KEY = 'record.json';
 
-type Kind = 'account' | 'account-email' | 'environment' | 'enrollment' | 'share';
+type Kind = 'account' | 'account-email' | 'environment' | 'enrollment' | 'share' | 'reservation';
 
 const SAFE_ID = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/;
 
@@ -38,9 +38,10 @@ function recordName(kind: Kind, key: string): string {
     environment: 'svc-env',
     enrollment: 'svc-enrollment',
     share: 'svc-share',
+    reservation: 'svc-reservation',
   }[kind];
-  if (kind === 'account-email' || kind === 'share') {
-    const text = kind === 'share' ? key : key.toLowerCase();
+  if (kind === 'account-email' || kind === 'share' || kind === 'reservation') {
+    const text = kind === 'account-email' ? key.toLowerCase() : key;
     return `${prefix}-${createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 40)}`;
   }
   return `${prefix}-${idPart(key)}`;
@@ -66,7 +67,9 @@ interface Stored<T> {
  *   enrollment whose environment was deleted in a race;
  * - share registration `svc-share-<sha256(token)>`, labelled with its environment: named by the
  *   token, so two environments claiming one token meet at the API server's create conflict, and the
- *   loser gets `share_token_taken` (the only record that is updated in place, with resourceVersion).
+ *   loser gets `share_token_taken` (updated in place, with resourceVersion);
+ * - token reservation `svc-reservation-<sha256(token)>`: a freed token in quarantine (replaced in
+ *   place, with resourceVersion).
  *
  * Reads go to the API server every time (no cache), so a second controller, the admin CLI or a
  * restarted process see every change at once; writes are creates (409 = exists) and deletes with a
@@ -197,30 +200,14 @@ export class KubeControllerStore implements ControllerStore, RegistrationStore {
   }
 
   async putRegistration(record: RegistrationRecord): Promise<void> {
-    const name = recordName('share', record.token);
-    const labels = { [ENVIRONMENT_LABEL]: idPart(record.envZId) };
-    for (let attempt = 0; attempt < REGISTRATION_ATTEMPTS; attempt++) {
-      const found = await this.read<RegistrationRecord>(name);
-      if (found && found.record.envZId !== record.envZId) {
+    await this.putMutable('share', record.token, record, {
+      labels: { [ENVIRONMENT_LABEL]: idPart(record.envZId) },
+      check: (found: RegistrationRecord) => {
+        if (found.envZId === record.envZId) return;
         throw new SvcError('share_token_taken', `share token ${record.token} belongs to another environment`, {
           status: 409,
         });
-      }
-      try {
-        if (!found) await this.createRecord('share', name, record, { labels, mutable: true });
-        else
-          await this.client.request('PUT', resourcePath(SECRETS, this.namespace, name), {
-            query: { fieldManager: CONTROLLER_MANAGER },
-            body: { ...found.object, data: { [RECORD_KEY]: encode(record) } },
-          });
-        return;
-      } catch (err) {
-        // Lost a race with another writer (created, changed or deleted meanwhile): read again.
-        if (!isConflict(err) && !isNotFound(err)) throw storeError(err);
-      }
-    }
-    throw new SvcError('store_unavailable', `share ${record.token}: the registration kept changing; try again`, {
-      status: 503,
+      },
     });
   }
 
@@ -239,9 +226,55 @@ export class KubeControllerStore implements ControllerStore, RegistrationStore {
     return removed;
   }
 
+  async listReservations(): Promise<TokenReservation[]> {
+    return (await this.list<TokenReservation>('reservation')).map((f) => f.record);
+  }
+
+  async putReservation(reservation: TokenReservation): Promise<void> {
+    await this.putMutable('reservation', reservation.token, reservation);
+  }
+
+  async deleteReservation(token: string): Promise<boolean> {
+    const found = await this.read<TokenReservation>(recordName('reservation', token));
+    if (!found || found.record.token !== token) return false;
+    return this.deleteObject(found.object);
+  }
+
   close(): Promise<void> {
     if (this.ownsClient) this.client.close();
     return Promise.resolve();
+  }
+
+  /**
+   * Inserts or replaces the one mutable record of `kind` for a token (updated in place with its
+   * resourceVersion); `check` may refuse the record found. A write that loses a race reads again.
+   */
+  private async putMutable<T extends { token: string }>(
+    kind: 'share' | 'reservation',
+    token: string,
+    record: T,
+    options: { labels?: Record<string, string>; check?: (found: T) => void } = {},
+  ): Promise<void> {
+    const name = recordName(kind, token);
+    for (let attempt = 0; attempt < REGISTRATION_ATTEMPTS; attempt++) {
+      const found = await this.read<T>(name);
+      if (found) options.check?.(found.record);
+      try {
+        if (!found) await this.createRecord(kind, name, record, { labels: options.labels ?? {}, mutable: true });
+        else
+          await this.client.request('PUT', resourcePath(SECRETS, this.namespace, name), {
+            query: { fieldManager: CONTROLLER_MANAGER },
+            body: { ...found.object, data: { [RECORD_KEY]: encode(record) } },
+          });
+        return;
+      } catch (err) {
+        // Lost a race with another writer (created, changed or deleted meanwhile): read again.
+        if (!isConflict(err) && !isNotFound(err)) throw storeError(err);
+      }
+    }
+    throw new SvcError('store_unavailable', `share ${token}: the ${kind} record kept changing; try again`, {
+      status: 503,
+    });
   }
 
   /**

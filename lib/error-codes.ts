@@ -55,6 +55,7 @@ export const API_ERRORS = {
   agent_controller_not_configured: 501,
   tunnel_not_offered: 501,
   share_token_taken: 409,
+  share_token_quarantined: 409,
   agent_unreachable: 502,
   agent_timeout: 502,
   agent_refused: 502,

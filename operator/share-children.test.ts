@@ -148,6 +148,7 @@ describe('desiredShareChildren', () => {
       shares: [
         {
           token: 'sec',
+          instance: 'uid-1',
           target: 'https://app.team.svc:8443/base/',
           oauth_provider: 'google',
           oauth_email_address_patterns: ['*@x.io'],

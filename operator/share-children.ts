@@ -34,6 +34,11 @@ export interface ValidShare {
   readonly name: string;
   readonly namespace: string;
   readonly token: string;
+  /**
+   * The Share object's uid: the identity its visitors' sessions are bound to, so a Share created
+   * again with the same token (in any namespace) never accepts the sessions of the one before.
+   */
+  readonly instance: string;
   readonly shareMode: 'public' | 'private';
   readonly backendMode: 'proxy' | 'web';
   readonly target: string;
@@ -102,6 +107,7 @@ export function validateShare(share: Share, installation: Installation | undefin
     name,
     namespace,
     token,
+    instance: uid || token,
     shareMode,
     backendMode,
     target,
@@ -142,9 +148,10 @@ function sidecarConfig(share: ValidShare, installation: Installation): Record<st
 
 /** A share's entry in a frontend config's `shares:` list (seed option names). */
 export function shareEntry(share: ValidShare, target: string): Record<string, unknown> {
-  if (!share.oauth) return { token: share.token, target };
+  if (!share.oauth) return { token: share.token, instance: share.instance, target };
   return {
     token: share.token,
+    instance: share.instance,
     target,
     oauth_provider: share.oauth.provider,
     ...(share.oauth.emailAddressPatterns.length > 0

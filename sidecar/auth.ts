@@ -23,6 +23,11 @@ export type AccessDecision = { readonly session: Session; readonly setCookie?: s
 /** A re-check is also due this close to the session's end, so an active visitor is renewed in time. */
 const RENEWAL_WINDOW_MS = 60_000;
 
+/** A session made for this very share (token and instance) and this provider. */
+function madeFor(session: Session, share: ShareRoute, provider: string): boolean {
+  return session.share === share.token && session.instance === share.instance && session.provider === provider;
+}
+
 /** A session the provider must confirm again: its check interval is over, or its end is near. */
 function isDue(session: Session, oauth: NonNullable<ShareRoute['oauth']>, now: number): boolean {
   return now >= session.checkedAt + oauth.checkIntervalMs || now >= session.expiresAt - RENEWAL_WINDOW_MS;
@@ -106,7 +111,7 @@ export class Authenticator {
       return 'handled';
     }
     const jar = this.sessionsOf(req);
-    const session = jar.find((s) => s.share === share.token && s.provider === provider.name);
+    const session = jar.find((s) => madeFor(s, share, provider.name));
     if (session) {
       if (!isDue(session, share.oauth, this.clock.now())) {
         const refused = sessionRefusal(session.email, share.oauth);
@@ -149,6 +154,7 @@ export class Authenticator {
       const renewed: Session = {
         id: session.id,
         share: session.share,
+        instance: session.instance,
         provider: session.provider,
         email: result.identity.email,
         expiresAt: now + this.config.sessionLifetimeMs,
@@ -179,7 +185,7 @@ export class Authenticator {
       sendPage(res, 401, 'Login required', 'Your session has ended. Reload the page to sign in again.');
       return;
     }
-    const login = this.logins.start(provider.name, share.token, req.url ?? '/', req.headers.cookie);
+    const login = this.logins.start(provider.name, share, req.url ?? '/', req.headers.cookie);
     try {
       const url = await provider.authorizationUrl({ ...login, redirectUri: this.callbackUri(provider) });
       this.metrics.request('login_redirect');
@@ -227,6 +233,10 @@ export class Authenticator {
       fail(400, 'Login failed', 'The share this login was for no longer uses this identity provider.', 'unknown_share');
       return;
     }
+    if (share.instance !== completed.state.instance) {
+      fail(400, 'Login failed', 'The share this login was for has been replaced by another share.', 'unknown_share');
+      return;
+    }
     let result;
     try {
       result = await provider.completeLogin({
@@ -250,6 +260,7 @@ export class Authenticator {
     const session: Session = {
       id: randomBytes(12).toString('base64url'),
       share: share.token,
+      instance: share.instance,
       provider: provider.name,
       email: result.identity.email,
       expiresAt: now + this.config.sessionLifetimeMs,
@@ -326,16 +337,14 @@ export class Authenticator {
     return jar.filter((s) => this.shared.loggedOutUntil(s.id) === undefined);
   }
 
-  /** The request's session for this share and its provider (a configured one), if any. */
+  /** The request's session for this share (token and instance) and its provider (a configured one), if any. */
   private sessionFor(
     req: Pick<IncomingMessage, 'headers'>,
     share: ShareRoute,
     oauth: NonNullable<ShareRoute['oauth']>,
   ): Session | undefined {
     if (!this.providers.has(oauth.provider)) return undefined;
-    for (const session of this.sessionsOf(req)) {
-      if (session.share === share.token && session.provider === oauth.provider) return session;
-    }
+    for (const session of this.sessionsOf(req)) if (madeFor(session, share, oauth.provider)) return session;
     return undefined;
   }
 

@@ -9,6 +9,8 @@ export interface LoginState {
   readonly id: string;
   readonly provider: string;
   readonly share: string;
+  /** The share's identity (ShareRoute.instance): a callback for a share replaced meanwhile is refused. */
+  readonly instance: string;
   /** Path and query on the share host to return to after login (never a host: that comes from `share`). */
   readonly path: string;
 }
@@ -77,7 +79,12 @@ export class LoginStates {
     this.clock = clock;
   }
 
-  start(provider: string, share: string, path: string, cookieHeader?: string): StartedLogin {
+  start(
+    provider: string,
+    share: { readonly token: string; readonly instance: string },
+    path: string,
+    cookieHeader?: string,
+  ): StartedLogin {
     const id = randomBytes(16).toString('base64url');
     const expires = this.clock.now() + this.lifetimeMs;
     const secrets: LoginSecrets = {
@@ -86,7 +93,11 @@ export class LoginStates {
       codeVerifier: randomBytes(32).toString('base64url'),
       expiresAt: expires,
     };
-    const state = this.sealer.seal('state', { id, provider, share, path } satisfies LoginState, expires);
+    const state = this.sealer.seal(
+      'state',
+      { id, provider, share: share.token, instance: share.instance, path } satisfies LoginState,
+      expires,
+    );
     const others = this.pending(cookieHeader).slice(-(MAX_PENDING_LOGINS - 1));
     return {
       state,

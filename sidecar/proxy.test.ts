@@ -23,6 +23,7 @@ function byName(list: readonly string[]): Map<string, string[]> {
 const session: Session = {
   id: 's1',
   share: 'docs',
+  instance: 'docs',
   provider: 'idp1',
   email: 'alice@example.com',
   expiresAt: Date.UTC(2026, 10, 23, 12, 0, 0),

@@ -11,6 +11,7 @@ const cookies = sessionCookies(createSealer('s'.repeat(32), 'e'.repeat(24)), 'sv
 const session = (tokens: Session['tokens'], share = 'abc', checkedAt = Date.now()): Session => ({
   id: `sid-${share}`,
   share,
+  instance: share,
   provider: 'corp',
   email: 'a@example.com',
   expiresAt: Date.now() + 3600_000,

@@ -5,12 +5,16 @@ import type { ProviderTokens } from './providers/types.ts';
 
 /**
  * A visitor's authenticated session on one share, stored only in the browser (sealed cookie). It is
- * bound to that share and one provider: it is never used for another share or provider.
+ * bound to that share and one provider: it is never used for another share or provider, nor for a
+ * later share that was given the same token (`instance`).
  */
 export interface Session {
   /** Random id, so a logout can refuse copies of this cookie in this process. */
   readonly id: string;
+  /** The share's token (its host). */
   readonly share: string;
+  /** The share's identity (ShareRoute.instance) when the session was made. */
+  readonly instance: string;
   readonly provider: string;
   readonly email: string;
   /** Epoch ms: end of session_lifetime (renewed by a successful refresh). */

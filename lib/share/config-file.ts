@@ -1,12 +1,15 @@
-import type { ConfigReader } from '../config-reader.ts';
-import type { DirectShareRoute } from './spec.ts';
+import { join, type ConfigReader } from '../config-reader.ts';
+import { SHARE_INSTANCE, type DirectShareRoute } from './spec.ts';
 import { CONFIG_FILE_SHARE_FIELDS } from './surfaces.ts';
 import { validateShareSpec } from './validate.ts';
 
 /**
  * One share of a frontend config file (`shares[i]` at `path`): the config-file adapter of
  * `validateShareSpec` (lib/share/validate.ts), so a share in a file obeys exactly the rules of a
- * share made through the CLI, the API or a Share object. Problems go to `r`; undefined when any.
+ * share made through the CLI, the API or a Share object. `instance` (optional) is the identity
+ * sessions are bound to; without it the token is the identity, so a file that gives a token to
+ * another backend must name a new instance to sign its visitors out. Problems go to `r`; undefined
+ * when any.
  */
 export function readShareOptions(
   r: ConfigReader,
@@ -14,6 +17,10 @@ export function readShareOptions(
   path: string,
   providerNames: readonly string[] | undefined,
 ): DirectShareRoute | undefined {
+  const instance = r.string(o, 'instance', path, { required: false });
+  if (instance !== undefined && !SHARE_INSTANCE.test(instance)) {
+    r.problem(join(path, 'instance'), 'must be 1 to 128 printable characters without spaces');
+  }
   const result = validateShareSpec(
     {
       token: o.token,
@@ -34,6 +41,7 @@ export function readShareOptions(
   if (token === undefined || !targetUrl) return undefined;
   return {
     token,
+    instance: instance ?? token,
     target: targetUrl,
     ...(oauth
       ? {

@@ -27,6 +27,13 @@ export interface ShareUpstream {
 /** One share the frontend serves at `<token>.<cookie_domain>`. */
 export interface ShareRoute {
   readonly token: string;
+  /**
+   * The identity of this share, which sessions are bound to: it changes whenever the token is given
+   * to a new share (another account's, or the same token created again), so a login made for one
+   * share is never accepted by the next holder of its token. The share registry mints one per
+   * registration; a Share object's is its uid; a config file names it or uses the token.
+   */
+  readonly instance: string;
   /** A backend URL (proxied), or the tunnel of the environment that publishes the share. */
   readonly target: URL | ShareUpstream;
   readonly oauth?: ShareOAuth;
@@ -38,5 +45,14 @@ export type DirectShareRoute = ShareRoute & { readonly target: URL };
 export const DEFAULT_CHECK_INTERVAL = '3h';
 /** A share token is the first DNS label of the share's host. */
 export const SHARE_TOKEN = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+/** A share instance id in a config file: printable, no spaces, at most 128 characters. */
+export const SHARE_INSTANCE = /^[\x21-\x7e]{1,128}$/;
 
-export const SHARE_KEYS = ['token', 'target', 'oauth_provider', 'oauth_email_address_patterns', 'oauth_check_interval'];
+export const SHARE_KEYS = [
+  'token',
+  'instance',
+  'target',
+  'oauth_provider',
+  'oauth_email_address_patterns',
+  'oauth_check_interval',
+];

@@ -29,6 +29,11 @@ export interface EnvironmentIdentity {
 /** One entry of the share registry: which environment serves the token, and how it is protected. */
 export interface PublishedShare {
   readonly token: string;
+  /**
+   * Random id minted when the token is registered for a share (kept while that share is updated),
+   * so sessions made for this share are refused by any later share with the same token.
+   */
+  readonly instance: string;
   readonly envZId: string;
   readonly accountId: string;
   readonly shareMode: 'public' | 'private';

@@ -75,7 +75,12 @@ export function tunnelledShares(options: TunnelledSharesOptions): ShareSource {
           checkIntervalMs: parseDuration(entry.oauth.checkInterval) ?? DEFAULT_CHECK_INTERVAL_MS,
         }
       : undefined;
-    const route: ShareRoute = { token: entry.token, target: upstream, ...(oauth ? { oauth } : {}) };
+    const route: ShareRoute = {
+      token: entry.token,
+      instance: entry.instance,
+      target: upstream,
+      ...(oauth ? { oauth } : {}),
+    };
     routes.set(entry, route);
     return route;
   };

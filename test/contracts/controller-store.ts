@@ -155,6 +155,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
     extra: Partial<RegistrationRecord> = {},
   ): RegistrationRecord => ({
     token,
+    instance: `instance-of-${token}`,
     envZId,
     accountId: 'acctregaaaaa',
     shareMode: 'public',
@@ -232,6 +233,33 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
       await expect(second.putRegistration(registration('kept', 'envregdurbbb'))).rejects.toMatchObject({
         code: 'share_token_taken',
       });
+      await second.close();
+    });
+
+    it('keeps token reservations (quarantine of freed tokens): replaced per token, removed, durable', async () => {
+      const { store, reopen } = await makeStore();
+      const reservation = (token: string, accountId: string, until = '2030-01-01T00:00:00.000Z') => ({
+        token,
+        accountId,
+        until,
+      });
+      const byToken = async (s: Store) => (await s.listReservations()).sort((a, b) => a.token.localeCompare(b.token));
+      expect(await store.listReservations()).toEqual([]);
+      await store.putReservation(reservation('freed1', 'acctresaaaaa'));
+      await store.putReservation(reservation('freed2', 'acctresaaaaa'));
+      await store.putReservation(reservation('freed1', 'acctresbbbbb', '2031-01-01T00:00:00.000Z'));
+      expect(await byToken(store)).toEqual([
+        reservation('freed1', 'acctresbbbbb', '2031-01-01T00:00:00.000Z'),
+        reservation('freed2', 'acctresaaaaa'),
+      ]);
+      // Reservations and registrations of one token are separate records.
+      await store.putRegistration(registration('freed2', 'envresaaaaaa'));
+      expect(await store.deleteReservation('freed2')).toBe(true);
+      expect(await store.deleteReservation('freed2')).toBe(false);
+      expect(await store.deleteReservation('missing')).toBe(false);
+      expect(await tokensOf(store)).toEqual(['freed2']);
+      const second = await reopen();
+      expect(await byToken(second)).toEqual([reservation('freed1', 'acctresbbbbb', '2031-01-01T00:00:00.000Z')]);
       await second.close();
     });
   });

@@ -18,6 +18,8 @@ export function mintSessionCookie(
     expiresAt: now + 3600_000,
     checkedAt: now,
     tokens: { accessToken: 'at-secret-value' },
+    // A config-file share without `instance` has its token as identity.
+    instance: session.share,
     ...session,
   };
   const sealer = createSealer(keys.signing, keys.encryption);

@@ -55,6 +55,7 @@ class MapDirectory implements ShareDirectory {
 
 const share = (token: string, envZId: string, shareMode: 'public' | 'private'): PublishedShare => ({
   token,
+  instance: `${token}-1`,
   envZId,
   accountId: 'alice',
   shareMode,
