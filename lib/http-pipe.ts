@@ -1,7 +1,9 @@
 import type { ClientRequest, IncomingMessage, RequestOptions, ServerResponse } from 'node:http';
 import type * as Https from 'node:https';
 import type { Duplex } from 'node:stream';
+import type { ShareCookies } from './backend-cookies.ts';
 import { BackendIdleWatch } from './backend-idle.ts';
+import { connectionListed, HOP_BY_HOP, withoutListed } from './hop-by-hop.ts';
 import { Agent, request } from './node-http.ts';
 import { pipeUpgrade } from './upgrade-pipe.ts';
 
@@ -14,7 +16,10 @@ import { pipeUpgrade } from './upgrade-pipe.ts';
  * own (upgrade-pipe.ts). Callers prepare the headers (`BackendHeaders`).
  */
 export interface BackendPipe {
-  /** `setCookie` (a refreshed session) is added to the backend's response without replacing the backend's own. */
+  /**
+   * `setCookie` (a refreshed session) is added to the backend's response without replacing the
+   * backend's own; `cookies` decides which of the backend's own Set-Cookie headers pass (the frontend's).
+   */
   web(
     req: IncomingMessage,
     res: ServerResponse,
@@ -22,9 +27,17 @@ export interface BackendPipe {
     headers: BackendHeaders,
     onError: (err: Error) => void,
     setCookie?: string,
+    cookies?: ShareCookies,
   ): void;
   /** `headers` as for `web`; Connection and Upgrade are kept, as the backend must see them. */
-  ws(req: IncomingMessage, socket: Duplex, head: Buffer, target: URL, headers: BackendHeaders): void;
+  ws(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    target: URL,
+    headers: BackendHeaders,
+    cookies?: ShareCookies,
+  ): void;
   close(): void;
 }
 
@@ -38,12 +51,13 @@ export function pushHeader(out: BackendHeaders, name: string, value: string | st
 }
 
 /**
- * Hop-by-hop headers (RFC 9110 §7.6.1) that belong to one connection, not forwarded either way.
+ * Hop-by-hop headers (lib/hop-by-hop.ts) belong to one connection and are not forwarded either way.
  * Transfer-Encoding is the exception on requests: Node's client needs it to frame a chunked body
- * it pipes on (its parser already checked it); on responses Node frames the body itself.
+ * it pipes on (its parser already checked it); on responses Node frames the body itself. The
+ * headers a request's Connection names are left out where its headers are prepared (sidecar/proxy.ts).
  */
-const HOP_BY_HOP_REQUEST = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
-const HOP_BY_HOP_RESPONSE = new Set([...HOP_BY_HOP_REQUEST, 'transfer-encoding']);
+const HOP_BY_HOP_REQUEST = new Set([...HOP_BY_HOP].filter((name) => name !== 'transfer-encoding'));
+const HOP_BY_HOP_RESPONSE = HOP_BY_HOP;
 
 /** Keep-alive connections to the share backends, one pool per scheme. */
 const POOL = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64 };
@@ -61,7 +75,7 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
   const tls = new TlsTransport();
   const idle = new BackendIdleWatch(backendTimeoutMs);
   return {
-    web(req, res, target, headers, onError, setCookie) {
+    web(req, res, target, headers, onError, setCookie, cookies) {
       const t0 = process.hrtime.bigint();
       const sent: RequestOptions = {
         agent,
@@ -84,7 +98,7 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
         res.writeHead(
           upstreamRes.statusCode ?? 502,
           upstreamRes.statusMessage ?? '',
-          responseHeaders(upstreamRes.rawHeaders, setCookie),
+          responseHeaders(upstreamRes.rawHeaders, setCookie, cookies),
         );
         // A backend that hangs up mid-body: cut the visitor's response too, so the browser sees a
         // failed download rather than waiting for the rest of a Content-Length that never comes
@@ -105,7 +119,7 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
         req.pipe(upstream);
       } else upstream.end();
     },
-    ws(req, socket, head, target, headers) {
+    ws(req, socket, head, target, headers, cookies) {
       pipeUpgrade(req, socket, head, {
         host: upstreamHost(target),
         port: upstreamPort(target),
@@ -113,6 +127,7 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
         secure: target.protocol === 'https:',
         headers: requestHeaders(headers, target.host, NONE),
         timeoutMs: backendTimeoutMs,
+        ...(cookies ? { cookies } : {}),
       });
     },
     close() {
@@ -181,13 +196,34 @@ function requestHeaders(headers: BackendHeaders, host: string, dropped: Readonly
   return out;
 }
 
-/** The backend's headers as a flat [name, value, …] list (its spelling kept), hop-by-hop ones left out. */
-function responseHeaders(raw: readonly string[], setCookie: string | undefined): string[] {
+/**
+ * The backend's headers as a flat [name, value, …] list (its spelling kept): hop-by-hop ones and
+ * those its Connection names left out, its Set-Cookie headers through `cookies` (Set-Cookie2, which
+ * no browser reads, never passes).
+ */
+function responseHeaders(raw: readonly string[], setCookie: string | undefined, cookies?: ShareCookies): string[] {
   const out: string[] = [];
+  let listed: string[] | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
-    if (!HOP_BY_HOP_RESPONSE.has(name.toLowerCase())) out.push(name, raw[i + 1] as string);
+    const lower = name.toLowerCase();
+    const value = raw[i + 1] as string;
+    if (HOP_BY_HOP_RESPONSE.has(lower)) {
+      if (lower === 'connection') {
+        const named = connectionListed(value);
+        if (named.length > 0) (listed ??= []).push(...named);
+      }
+      continue;
+    }
+    if (lower.charCodeAt(0) === 0x73 && (lower === 'set-cookie' || lower === 'set-cookie2')) {
+      if (lower === 'set-cookie2') continue;
+      const kept = cookies ? cookies.filter(value) : value;
+      if (kept !== undefined) out.push(name, kept);
+      continue;
+    }
+    out.push(name, value);
   }
+  if (listed) withoutListed(out, listed);
   if (setCookie) out.push('set-cookie', setCookie);
   return out;
 }

@@ -2,6 +2,8 @@ import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
 import type * as Https from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { ShareCookies } from './backend-cookies.ts';
+import { connectionListed, withoutListed } from './hop-by-hop.ts';
 import { request } from './node-http.ts';
 
 /** What an upgrade is sent with: where, the backend's headers (Host the target's), and how long the backend may take to answer. */
@@ -13,6 +15,8 @@ export interface UpgradeTarget {
   /** Flat `[name, value, …]` list, Connection and Upgrade included. */
   readonly headers: string[];
   readonly timeoutMs: number;
+  /** Which of the backend's Set-Cookie headers reach the visitor (lib/backend-cookies.ts); all without. */
+  readonly cookies?: ShareCookies;
 }
 
 /**
@@ -39,7 +43,7 @@ export function pipeUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, 
   socket.on('error', () => upstream.destroy());
   socket.on('close', () => upstream.destroy());
   upstream.on('response', (res) => {
-    socket.write(statusBlock(res, 'Connection', 'close'));
+    socket.write(statusBlock(res, target.cookies, 'Connection', 'close'));
     res.pipe(socket);
   });
   upstream.on('upgrade', (res, backend: Socket, backendHead: Buffer) => {
@@ -50,7 +54,7 @@ export function pipeUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, 
     backend.on('close', () => socket.destroy());
     socket.on('close', () => backend.destroy());
     backend.on('error', () => socket.destroy());
-    socket.write(statusBlock(res));
+    socket.write(statusBlock(res, target.cookies));
     if (backendHead.length > 0) socket.write(backendHead);
     if (head.length > 0) backend.write(head);
     backend.pipe(socket).pipe(backend);
@@ -70,18 +74,28 @@ function prepare(stream: Duplex): void {
  * The backend's status line and headers as bytes for the visitor's socket, its own spelling kept.
  * With `extra` (an answer that is not a switch), Transfer-Encoding and the connection's own headers
  * are left out, as the body is relayed decoded and the connection closed after it, and `extra` added.
+ * Either way the headers the backend's Connection names are left out (lib/hop-by-hop.ts), and its
+ * Set-Cookie headers pass through `cookies`.
  */
-function statusBlock(res: IncomingMessage, ...extra: string[]): string {
-  const lines = [`HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}`];
+function statusBlock(res: IncomingMessage, cookies: ShareCookies | undefined, ...extra: string[]): string {
   const raw = res.rawHeaders;
   const framing = extra.length > 0;
+  const kept: string[] = [];
+  let listed: readonly string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const lower = name.toLowerCase();
+    let value: string | undefined = raw[i + 1] as string;
+    if (lower === 'connection') listed = [...listed, ...connectionListed(value)];
     if (framing && (lower === 'transfer-encoding' || lower === 'connection' || lower === 'keep-alive')) continue;
-    lines.push(`${name}: ${raw[i + 1] as string}`);
+    if (lower === 'set-cookie2') continue;
+    if (lower === 'set-cookie' && cookies) value = cookies.filter(value);
+    if (value !== undefined) kept.push(name, value);
   }
-  for (let i = 0; i < extra.length; i += 2) lines.push(`${extra[i] as string}: ${extra[i + 1] as string}`);
+  if (listed.length > 0) withoutListed(kept, listed);
+  kept.push(...extra);
+  const lines = [`HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}`];
+  for (let i = 0; i < kept.length; i += 2) lines.push(`${kept[i] as string}: ${kept[i + 1] as string}`);
   return `${lines.join('\r\n')}\r\n\r\n`;
 }
 

@@ -13,6 +13,7 @@ import {
 import { closeServer, listen, portOf, type ListenAddress } from '../lib/listen.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { ShareSource } from '../lib/share/source.ts';
+import { BackendCookies } from '../lib/backend-cookies.ts';
 import { Authenticator } from './auth.ts';
 import { FastPath } from './fast-path/fast-path.ts';
 import { hostnameOf, routableHostname, shareHostNamed, shareHostOf } from './host-routing.ts';
@@ -99,7 +100,16 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
       )
     : undefined;
   const proxy = createShareProxy(metrics, limits.backendTimeoutMs);
-  const deps: ShareHandlerDeps = { auth, cookieName: options.oauth?.cookieName, endpointUrl, proxy, metrics, log };
+  const cookies = new BackendCookies(options.oauth?.cookieName, domain);
+  const deps: ShareHandlerDeps = {
+    auth,
+    cookieName: options.oauth?.cookieName,
+    cookies,
+    endpointUrl,
+    proxy,
+    metrics,
+    log,
+  };
   const readiness = new ProviderReadiness(auth, log);
   const health: HealthRoutes = {
     ready: () => {
@@ -125,6 +135,7 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
         target: share.target,
         share: share.token,
         headers: backendHeaders(request, cookieName, session, endpointUrl),
+        cookies: cookies.forShare(share.token),
       };
     },
     limits,

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { createBackendPipe, pushHeader, type BackendHeaders, type BackendPipe } from '../lib/http-pipe.ts';
-import { connectionWithoutIdentity, isIdentityHeaderName } from '../lib/identity-headers.ts';
+import { connectionListed, forwardedConnection } from '../lib/hop-by-hop.ts';
+import { isIdentityHeaderName } from '../lib/identity-headers.ts';
 import { withoutOwnCookies } from './cookies.ts';
 import type { FrontendMetrics } from './metrics.ts';
 import type { Session } from './session.ts';
@@ -34,11 +35,12 @@ const FORWARDING_HEADERS = new Set([
 ]);
 
 /**
- * The request's headers for the backend, in one pass over them: identity look-alikes and the
- * frontend's own cookies removed, the forwarding headers rebuilt and the real identity headers
- * added. Runs for every share, OAuth or not: a backend behind svc must be able to trust
- * `svc-auth-*` headers, and it never sees svc's cookies. A flat list because Node's client takes
- * one as is, where an object costs a header map and a lower-cased copy of every name per request.
+ * The request's headers for the backend, in one pass over them: identity look-alikes, the
+ * frontend's own cookies and the headers the visitor's Connection names (lib/hop-by-hop.ts)
+ * removed, the forwarding headers rebuilt and the real identity headers added. Runs for every
+ * share, OAuth or not: a backend behind svc must be able to trust `svc-auth-*` headers, and it
+ * never sees svc's cookies. A flat list because Node's client takes one as is, where an object
+ * costs a header map and a lower-cased copy of every name per request.
  */
 export function backendHeaders(
   req: ProxiedRequest,
@@ -49,9 +51,10 @@ export function backendHeaders(
   const incoming = req.headers;
   const out: BackendHeaders = [];
   let forwardedFor: string | undefined;
+  const listed = connectionListed(incoming.connection);
   for (const name in incoming) {
     const value = incoming[name];
-    if (value === undefined) continue;
+    if (value === undefined || (listed.length > 0 && listed.includes(name))) continue;
     // The share's public host and scheme are known here: a client's own X-Forwarded-Host/Proto/Port
     // would let it poison the absolute URLs a backend builds (password-reset links and the like).
     // X-Forwarded-For is appended to, as every proxy in a chain does. RFC 7239 `Forwarded` and
@@ -66,7 +69,9 @@ export function backendHeaders(
       continue;
     }
     if (name === 'connection' && typeof value === 'string') {
-      const kept = connectionWithoutIdentity(value);
+      // Only the connection options go on (an upgrade's `Upgrade`): a name left in it would let the
+      // next hop drop a header the frontend sets (`Connection: svc-auth-email`, `x-forwarded-for`).
+      const kept = forwardedConnection(value);
       if (kept !== undefined) out.push(name, kept);
       continue;
     }

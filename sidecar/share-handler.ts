@@ -9,6 +9,7 @@ import type { FrontendMetrics } from './metrics.ts';
 import { BACKEND_PAGES, sendPage } from './pages.ts';
 import { BackendTimeout } from '../lib/backend-idle.ts';
 import { applyBackendHeaders, type BackendPipe } from '../lib/http-pipe.ts';
+import type { BackendCookies } from '../lib/backend-cookies.ts';
 import { backendHeaders } from './proxy.ts';
 import type { Session } from './session.ts';
 
@@ -16,6 +17,8 @@ export interface ShareHandlerDeps {
   /** Absent when the frontend has no identity providers: OAuth shares are then refused. */
   readonly auth: Authenticator | undefined;
   readonly cookieName: string | undefined;
+  /** What passes of a backend's Set-Cookie headers, per share (lib/backend-cookies.ts). */
+  readonly cookies: BackendCookies;
   readonly endpointUrl: URL;
   readonly proxy: BackendPipe;
   readonly metrics: FrontendMetrics;
@@ -72,10 +75,11 @@ function proxyToBackend(
 ): void {
   const { cookieName, endpointUrl, proxy, metrics, log } = deps;
   const headers = backendHeaders(req, cookieName, session, endpointUrl);
+  const cookies = deps.cookies.forShare(share.token);
   metrics.request('proxied');
   if (!(share.target instanceof URL)) {
     applyBackendHeaders(req, headers);
-    share.target.web(req, res, setCookie);
+    share.target.web(req, res, setCookie, cookies);
     return;
   }
   const onError = (err: Error): void => {
@@ -90,7 +94,7 @@ function proxyToBackend(
     const { status, title, message } = BACKEND_PAGES.unreachable;
     sendPage(res, status, title, message);
   };
-  proxy.web(req, res, share.target, headers, onError, setCookie);
+  proxy.web(req, res, share.target, headers, onError, setCookie, cookies);
 }
 
 /**
@@ -108,11 +112,12 @@ export function upgradeShare(
   const session = share.oauth ? deps.auth?.sessionForUpgrade(req, share) : undefined;
   if (share.oauth && !session) return rejectUpgrade(socket, 401);
   const headers = backendHeaders(req, deps.cookieName, session, deps.endpointUrl);
+  const cookies = deps.cookies.forShare(share.token);
   deps.metrics.request('proxied');
-  if (share.target instanceof URL) deps.proxy.ws(req, socket, head, share.target, headers);
+  if (share.target instanceof URL) deps.proxy.ws(req, socket, head, share.target, headers, cookies);
   else {
     applyBackendHeaders(req, headers);
-    share.target.ws(req, socket, head);
+    share.target.ws(req, socket, head, cookies);
   }
 }
 

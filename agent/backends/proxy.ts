@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { BackendTimeout } from '../../lib/backend-idle.ts';
 import { createBackendPipe, pushHeader, type BackendHeaders } from '../../lib/http-pipe.ts';
-import { connectionWithoutIdentity, isIdentityHeaderName } from '../../lib/identity-headers.ts';
+import { connectionListed, forwardedConnection } from '../../lib/hop-by-hop.ts';
+import { isIdentityHeaderName } from '../../lib/identity-headers.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { BackendHandler, IdentityHeaderPolicy } from './types.ts';
 
@@ -58,21 +59,21 @@ export function forwardedHeaders(req: IncomingMessage, strip: boolean): BackendH
   const incoming = req.headers;
   const out: BackendHeaders = [];
   let forwardedFor: string | undefined;
+  // The headers the client's Connection names are not passed on (lib/hop-by-hop.ts), nor their names.
+  const listed = connectionListed(incoming.connection);
   for (const name in incoming) {
     const value = incoming[name];
-    if (value === undefined) continue;
+    if (value === undefined || (listed.length > 0 && listed.includes(name))) continue;
     if (name === 'x-forwarded-for') {
       forwardedFor = String(value);
       continue;
     }
-    if (strip) {
-      if (name === 'connection' && typeof value === 'string') {
-        const kept = connectionWithoutIdentity(value);
-        if (kept !== undefined) out.push(name, kept);
-        continue;
-      }
-      if (isIdentityHeaderName(name)) continue;
+    if (name === 'connection' && typeof value === 'string') {
+      const kept = forwardedConnection(value);
+      if (kept !== undefined) out.push(name, kept);
+      continue;
     }
+    if (strip && isIdentityHeaderName(name)) continue;
     pushHeader(out, name, value);
   }
   const peer = req.socket.remoteAddress ?? '';

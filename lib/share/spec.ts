@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { ShareCookies } from '../backend-cookies.ts';
 import type { EmailGlob } from '../glob.ts';
 
 export type ShareMode = 'public' | 'private';
@@ -19,9 +20,12 @@ export interface ShareOAuth {
  * that holds the share (sidecar/tunnel). It answers failures itself (offline, busy, unreachable).
  */
 export interface ShareUpstream {
-  /** `setCookie`: a refreshed session cookie to add to the response. */
-  web(req: IncomingMessage, res: ServerResponse, setCookie: string | undefined): void;
-  ws(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /**
+   * `setCookie`: a refreshed session cookie to add to the response; `cookies`: which of the
+   * backend's Set-Cookie headers reach the visitor (lib/backend-cookies.ts).
+   */
+  web(req: IncomingMessage, res: ServerResponse, setCookie: string | undefined, cookies?: ShareCookies): void;
+  ws(req: IncomingMessage, socket: Duplex, head: Buffer, cookies?: ShareCookies): void;
 }
 
 /** One share the frontend serves at `<token>.<cookie_domain>`. */

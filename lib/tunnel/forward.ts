@@ -2,6 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import { constants, type ClientHttp2Stream, type IncomingHttpHeaders as Http2Headers } from 'node:http2';
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
+import type { ShareCookies } from '../backend-cookies.ts';
 import { ROUTE_HEADER, tunnelHeaders, type TunnelRoute } from './protocol.ts';
 import { TunnelUnavailable, type StreamTarget } from './stream-target.ts';
 
@@ -16,6 +17,8 @@ export interface ForwardOptions {
   fail(res: ServerResponse, failure: ForwardFailure): void;
   /** A Set-Cookie the frontend adds to the response (a refreshed session). */
   readonly setCookie?: string;
+  /** Which of the backend's Set-Cookie headers reach the visitor (lib/backend-cookies.ts); all without. */
+  readonly cookies?: ShareCookies;
 }
 
 export const FAILURE_STATUS: Record<ForwardFailure, number> = { busy: 503, unreachable: 502, timeout: 504 };
@@ -48,7 +51,7 @@ export function forwardRequest(
   watchIdle(stream, options.idleMs, () => (res.headersSent ? res.destroy() : options.fail(res, 'timeout')));
   req.pipe(stream);
   stream.on('response', (headers) => {
-    const out = tunnelHeaders(headers);
+    const out = withCookies(tunnelHeaders(headers), options.cookies);
     if (options.setCookie) out['set-cookie'] = [...toList(out['set-cookie']), options.setCookie];
     res.writeHead(Number(headers[':status']), out);
     stream.pipe(res);
@@ -76,6 +79,7 @@ export function forwardUpgrade(
   head: Buffer,
   target: StreamTarget,
   route: TunnelRoute,
+  cookies?: ShareCookies,
 ) {
   if (String(req.headers.upgrade).toLowerCase() !== 'websocket' || !req.url?.startsWith('/')) {
     return rejectSocket(socket, 400, 'Bad Request');
@@ -104,7 +108,7 @@ export function forwardUpgrade(
   stream.on('close', () => socket.end());
   stream.on('response', (headers) => {
     const status = Number(headers[':status']);
-    const lines = Object.entries(tunnelHeaders(headers)).flatMap(([name, value]) =>
+    const lines = Object.entries(withCookies(tunnelHeaders(headers), cookies)).flatMap(([name, value]) =>
       toList(value).map((v) => `${name}: ${v}`),
     );
     if (status !== 200) {
@@ -190,6 +194,17 @@ function respondFailure(stream: ServerHttp2Stream, status: number): void {
 export function rejectSocket(socket: Duplex, status: number, text: string): void {
   if (socket.writable) socket.end(`HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
   else socket.destroy();
+}
+
+/** A response's headers with the backend's Set-Cookie values passed through `cookies` (and no Set-Cookie2). */
+function withCookies(headers: OutgoingHttpHeaders, cookies: ShareCookies | undefined): OutgoingHttpHeaders {
+  delete headers['set-cookie2'];
+  const set = headers['set-cookie'];
+  if (set === undefined || !cookies) return headers;
+  const kept = toList(set).flatMap((value) => cookies.filter(value) ?? []);
+  if (kept.length > 0) headers['set-cookie'] = kept;
+  else delete headers['set-cookie'];
+  return headers;
 }
 
 function toList(value: string | number | readonly string[] | undefined): string[] {

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { IncomingHttpHeaders as Http2Headers, Settings } from 'node:http2';
+import { connectionListed } from '../hop-by-hop.ts';
 
 /**
  * The tunnel wire protocol, shared by the agent (agent/tunnel) and the installation's public
@@ -99,14 +100,11 @@ const CONNECTION_HEADERS = new Set([
 
 /**
  * An HTTP/1.1 (or HTTP/2) header set as it may travel on a tunnel stream: pseudo-headers,
- * connection-specific headers and any header the `Connection` header names are dropped; `te` is
- * kept only as `trailers`.
+ * connection-specific headers and any header the `Connection` header names (lib/hop-by-hop.ts) are
+ * dropped; `te` is kept only as `trailers`.
  */
 export function tunnelHeaders(headers: IncomingHttpHeaders | Http2Headers): OutgoingHttpHeaders {
-  const named = String(headers.connection ?? '')
-    .split(',')
-    .map((t) => t.trim().toLowerCase())
-    .filter(Boolean);
+  const named = connectionListed(headers.connection);
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || name.startsWith(':') || CONNECTION_HEADERS.has(name) || named.includes(name)) continue;

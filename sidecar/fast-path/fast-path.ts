@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import type { ShareCookies } from '../../lib/backend-cookies.ts';
 import { errorText } from '../../lib/errors.ts';
 import {
   isHopByHopRequestHeader,
@@ -32,6 +33,8 @@ export interface FastRoute {
   /** The request's headers for the backend (sidecar/proxy.ts `backendHeaders`). */
   readonly headers: BackendHeaders;
   readonly share: string;
+  /** Which of the backend's Set-Cookie headers reach the visitor (lib/backend-cookies.ts). */
+  readonly cookies?: ShareCookies;
 }
 
 export interface FastPathOptions {
@@ -304,7 +307,7 @@ class FastConnection implements UpstreamUser {
     const toHead = head.charCodeAt(0) === 72; // 'H': HEAD
     this.exchange = {
       upstream,
-      framer: new ResponseFramer(toHead),
+      framer: new ResponseFramer(toHead, route.cookies),
       head,
       route,
       sentAt: performance.now(),

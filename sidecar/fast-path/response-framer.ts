@@ -1,11 +1,14 @@
+import type { ShareCookies } from '../../lib/backend-cookies.ts';
+import { connectionListed, HOP_BY_HOP as HOP_BY_HOP_HEADERS } from '../../lib/hop-by-hop.ts';
 import { matchesAt, trimOws } from './head-text.ts';
 
 /**
  * Where a backend's HTTP/1.1 response ends, read from its bytes as they arrive (RFC 9112 §6.3), so
  * the fast path can relay a response without Node's HTTP client and still know when its backend
  * connection is free again. The head is rebuilt without the hop-by-hop headers that concern only
- * the frontend's connection to the backend; the body is relayed as it came, chunked framing
- * included. Anything a strict reading does not settle (two Content-Lengths, Transfer-Encoding
+ * the frontend's connection to the backend (and those its Connection header names), its Set-Cookie
+ * headers through the share's cookie rule (lib/backend-cookies.ts); the body is relayed as it came,
+ * chunked framing included. Anything a strict reading does not settle (two Content-Lengths, Transfer-Encoding
  * with Content-Length, a bare LF, a 101 nobody asked for) is a `BackendProtocolError`: the fast
  * path then answers 502 or cuts the connection, as the slow path does when Node's parser refuses.
  */
@@ -22,8 +25,11 @@ const MAX_HEAD_BYTES = 64 * 1024;
 const MAX_CHUNK_LINE_BYTES = 4 * 1024;
 const CRLF2 = Buffer.from('\r\n\r\n');
 
-/** Response headers the frontend does not pass on: they describe the backend connection (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
+/**
+ * Response headers the frontend does not pass on: they describe the backend connection
+ * (lib/hop-by-hop.ts). Transfer-Encoding stays, as the body is relayed with its framing.
+ */
+const HOP_BY_HOP = new Set([...HOP_BY_HOP_HEADERS].filter((name) => name !== 'transfer-encoding'));
 
 // Sticky patterns, tested in place on the head (no line copies, no match arrays: this runs for every
 // response). Each matches one whole line and its CRLF, or the end of the head.
@@ -34,7 +40,9 @@ const HEADER_VALUE = /[\t\x20-\x7e\x80-\xff]*(?:\r\n|$)/y;
 /** A trailer field: the same syntax as a header line. */
 const FIELD_LINE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*$/;
 /** The lengths of the header names the framer reads or drops: any other name needs no copy to be passed on. */
-const READ_NAME_LENGTHS = new Set([...HOP_BY_HOP, 'content-length', 'transfer-encoding'].map((name) => name.length));
+const READ_NAME_LENGTHS = new Set(
+  [...HOP_BY_HOP, 'content-length', 'transfer-encoding', 'set-cookie', 'set-cookie2'].map((name) => name.length),
+);
 const EMPTY = Buffer.alloc(0);
 const DECIMAL = /^\d{1,15}$/;
 
@@ -71,9 +79,12 @@ export class ResponseFramer {
 
   /** A response to HEAD has no body whatever its headers say. */
   private readonly toHead: boolean;
+  /** Which of the backend's Set-Cookie headers reach the visitor; all when undefined. */
+  private readonly cookies: ShareCookies | undefined;
 
-  constructor(toHead: boolean) {
+  constructor(toHead: boolean, cookies?: ShareCookies) {
     this.toHead = toHead;
+    this.cookies = cookies;
   }
 
   get headParsed(): FramedHead | undefined {
@@ -142,6 +153,7 @@ export class ResponseFramer {
     let length: string | undefined;
     let transferEncoding: string | undefined;
     let closes = text.startsWith('HTTP/1.0');
+    let listed: readonly string[] = [];
     // The head passed on is `text` less the hop-by-hop lines, copied in as few pieces as there are such lines.
     let out = '';
     let copiedTo = 0;
@@ -164,10 +176,19 @@ export class ResponseFramer {
       } else if (name === 'connection') {
         if (/(?:^|,)\s*close\s*(?:,|$)/i.test(value)) closes = true;
         else if (closes && /(?:^|,)\s*keep-alive\s*(?:,|$)/i.test(value)) closes = false;
+        const named = connectionListed(value);
+        if (named.length > 0) listed = [...listed, ...named];
       }
-      if (HOP_BY_HOP.has(name)) {
+      if (HOP_BY_HOP.has(name) || name === 'set-cookie2') {
         out += text.slice(copiedTo, lineStart);
         copiedTo = next;
+      } else if (name === 'set-cookie' && this.cookies) {
+        const kept = this.cookies.filter(value);
+        if (kept !== value) {
+          out += text.slice(copiedTo, lineStart);
+          if (kept !== undefined) out += `${text.slice(lineStart, colon)}: ${kept}\r\n`;
+          copiedTo = next;
+        }
       }
     }
     if (status < 200) return 'interim';
@@ -183,6 +204,7 @@ export class ResponseFramer {
     else this.body = { kind: 'close' };
     // The last line's CRLF is not in `text` (the head's end took it): added here unless that line was dropped.
     if (copiedTo < text.length) out += `${copiedTo === 0 ? text : text.slice(copiedTo)}\r\n`;
+    if (listed.length > 0) out = withoutListedLines(out, listed);
     if (this.body.kind === 'close') {
       closes = true;
       out += 'connection: close\r\n';
@@ -248,6 +270,14 @@ export class ResponseFramer {
     }
     return i;
   }
+}
+
+/** A head (status line and header lines, each ending in CRLF) without the lines of the `listed` headers. */
+function withoutListedLines(head: string, listed: readonly string[]): string {
+  const lines = head.split('\r\n');
+  return lines
+    .filter((line, i) => i === 0 || !listed.includes(line.slice(0, Math.max(0, line.indexOf(':'))).toLowerCase()))
+    .join('\r\n');
 }
 
 function digit(text: string, index: number): number {

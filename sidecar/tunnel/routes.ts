@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { ShareCookies } from '../../lib/backend-cookies.ts';
 import { parseDuration } from '../../lib/duration.ts';
 import { compileGlob } from '../../lib/glob.ts';
 import type { Logger } from '../../lib/logger.ts';
@@ -49,23 +50,34 @@ export function tunnelledShares(options: TunnelledSharesOptions): ShareSource {
     const known = routes.get(entry);
     if (known) return known;
     const upstream = {
-      web: (req: Parameters<typeof forwardRequest>[0], res: ServerResponse, setCookie: string | undefined) => {
+      web: (
+        req: Parameters<typeof forwardRequest>[0],
+        res: ServerResponse,
+        setCookie: string | undefined,
+        cookies?: ShareCookies,
+      ) => {
         const target = locator.find(entry.envZId);
         if (!target) return page(res, 'offline');
         forwardRequest(req, res, target, {
           route: 'public',
           idleMs: limits.streamIdleMs,
           ...(setCookie ? { setCookie } : {}),
+          ...(cookies ? { cookies } : {}),
           fail: (r, failure) => {
             logger.warn({ share: entry.token, envZId: entry.envZId, failure }, 'tunnel: request failed');
             page(r, failure);
           },
         });
       },
-      ws: (req: Parameters<typeof forwardUpgrade>[0], socket: Parameters<typeof forwardUpgrade>[1], head: Buffer) => {
+      ws: (
+        req: Parameters<typeof forwardUpgrade>[0],
+        socket: Parameters<typeof forwardUpgrade>[1],
+        head: Buffer,
+        cookies?: ShareCookies,
+      ) => {
         const target = locator.find(entry.envZId);
         if (!target) return rejectSocket(socket, 503, 'Service Unavailable');
-        forwardUpgrade(req, socket, head, target, 'public');
+        forwardUpgrade(req, socket, head, target, 'public', cookies);
       },
     };
     const oauth = entry.oauth
