@@ -29,25 +29,34 @@ export const EMAIL_GLOB_MAX_LENGTH = 320;
 /** Most globs one share may list. */
 export const EMAIL_GLOBS_MAX = 64;
 
-/** One position of a compiled glob. */
-type Token =
-  | { readonly kind: 'literal'; readonly cp: number }
-  | { readonly kind: 'any' }
-  | { readonly kind: 'star' }
-  | { readonly kind: 'class'; readonly negate: boolean; readonly ranges: readonly number[] };
+/** A glob compiled to parallel arrays (the matcher's inner loop reads only numbers). */
+interface Compiled {
+  /** Per position: STAR, ANY, LITERAL or CLASS. */
+  readonly kinds: Uint8Array;
+  /** Per position: the literal's code point (ASCII lower-cased), or the index of its class. */
+  readonly values: Int32Array;
+  readonly classes: readonly CharClass[];
+}
+
+/** A `[...]` class: ASCII members as a bitmap (both cases), all members as inclusive ranges. */
+interface CharClass {
+  readonly negate: boolean;
+  readonly ascii: Uint32Array;
+  readonly ranges: Int32Array;
+}
 
 /** Compiles a glob; throws an Error naming the problem when the glob is malformed. */
 export function compileGlob(source: string): EmailGlob {
-  const tokens = parseGlob(source);
-  return { source, matches: (email) => matchTokens(tokens, email).matched };
+  const compiled = parseGlob(source);
+  return { source, matches: (email) => matchCompiled(compiled, email).matched };
 }
 
 /**
- * The steps the matcher takes for one address (one comparison of a pattern token with an address
- * character, or one skip of a `*`), for the adversarial suite and the benchmark that bound it.
+ * The steps the matcher takes for one address (one comparison of a pattern position with an
+ * address character, or one skip of a `*`), for the adversarial suite that bounds them.
  */
 export function globMatchSteps(source: string, email: string): { matched: boolean; steps: number } {
-  return matchTokens(parseGlob(source), email);
+  return matchCompiled(parseGlob(source), email);
 }
 
 /** Number of characters (code points) of a text, the unit of EMAIL_GLOB_MAX_LENGTH. */
@@ -57,71 +66,97 @@ export function codePointLength(text: string): number {
   return n;
 }
 
-function parseGlob(source: string): Token[] {
+function parseGlob(source: string): Compiled {
   if (source.length === 0) throw new Error('glob is empty');
   const chars = Array.from(source, (c) => c.codePointAt(0) as number);
-  const tokens: Token[] = [];
+  const kinds: number[] = [];
+  const values: number[] = [];
+  const classes: CharClass[] = [];
+  const push = (kind: number, value: number): void => void (kinds.push(kind), values.push(value));
   for (let i = 0; i < chars.length; i++) {
     const c = chars[i] as number;
-    if (c === STAR) {
-      // `**` means `*`: one token keeps the step bound in terms of the pattern's length.
-      if (tokens.at(-1)?.kind !== 'star') tokens.push({ kind: 'star' });
-    } else if (c === QUESTION) tokens.push({ kind: 'any' });
+    if (c === STAR_CHAR) {
+      // `**` means `*`: one position keeps the step bound in terms of the pattern's length.
+      if (kinds.at(-1) !== STAR) push(STAR, 0);
+    } else if (c === QUESTION_CHAR) push(ANY, 0);
     else if (c === BACKSLASH) {
       const next = chars[++i];
       if (next === undefined) throw new Error(`glob ${JSON.stringify(source)} ends with a lone backslash`);
-      tokens.push({ kind: 'literal', cp: asciiLower(next) });
+      push(LITERAL, asciiLower(next));
     } else if (c === OPEN) {
       const parsed = parseClass(chars, i + 1, source);
-      tokens.push(parsed.token);
+      push(CLASS, classes.push(parsed.charClass) - 1);
       i = parsed.end;
-    } else tokens.push({ kind: 'literal', cp: asciiLower(c) });
+    } else push(LITERAL, asciiLower(c));
   }
-  return tokens;
+  return { kinds: Uint8Array.from(kinds), values: Int32Array.from(values), classes };
 }
 
 /** The class whose body starts at `start` (just after `[`), and the index of its closing `]`. */
-function parseClass(chars: readonly number[], start: number, source: string): { token: Token; end: number } {
+function parseClass(chars: readonly number[], start: number, source: string): { charClass: CharClass; end: number } {
   let i = start;
   const negate = chars[i] === BANG;
   if (negate) i++;
   const first = i;
   const ranges: number[] = [];
+  const ascii = new Uint32Array(4);
+  const addAscii = (cp: number): void => {
+    if (cp < 128) ascii[cp >> 5] = (ascii[cp >> 5] as number) | (1 << (cp & 31));
+  };
   for (; i < chars.length; i++) {
     const c = chars[i] as number;
-    if (c === CLOSE && i > first) return { token: { kind: 'class', negate, ranges }, end: i };
-    const to = chars[i + 2];
-    if (chars[i + 1] === DASH && to !== undefined && to !== CLOSE) {
-      if (to < c) {
-        const range = `${String.fromCodePoint(c)}-${String.fromCodePoint(to)}`;
+    if (c === CLOSE && i > first) {
+      return { charClass: { negate, ascii, ranges: Int32Array.from(ranges) }, end: i };
+    }
+    let to = c;
+    const end = chars[i + 2];
+    if (chars[i + 1] === DASH && end !== undefined && end !== CLOSE) {
+      if (end < c) {
+        const range = `${String.fromCodePoint(c)}-${String.fromCodePoint(end)}`;
         throw new Error(`glob ${JSON.stringify(source)} has the reversed range ${range} in a class`);
       }
-      ranges.push(c, to);
+      to = end;
       i += 2;
-    } else ranges.push(c, c);
+    }
+    ranges.push(c, to);
+    for (let cp = c; cp <= Math.min(to, 127); cp++) {
+      addAscii(cp);
+      addAscii(asciiOtherCase(cp));
+    }
   }
   throw new Error(`glob ${JSON.stringify(source)} has an unclosed '['`);
 }
 
 /**
- * Matches the whole address: advance while the token at `p` accepts the character at `t`; on a
+ * Matches the whole address: advance while the position `p` accepts the character at `t`; on a
  * mismatch go back to just after the last `*`, which now absorbs one more character. Each step
- * moves `t` forward or `p` forward with `t` fixed since the last restart, hence the bound.
+ * moves `p` forward, or restarts with the last `*`'s start one character further, hence the bound.
  */
-function matchTokens(tokens: readonly Token[], email: string): { matched: boolean; steps: number } {
+function matchCompiled(glob: Compiled, email: string): { matched: boolean; steps: number } {
+  const { kinds, values, classes } = glob;
   const text = Array.from(email, (c) => c.codePointAt(0) as number);
+  const n = text.length;
+  const m = kinds.length;
   let t = 0;
   let p = 0;
   let starP = -1;
   let starT = 0;
   let steps = 0;
-  while (t < text.length) {
+  while (t < n) {
     steps++;
-    const token = tokens[p];
-    if (token?.kind === 'star') {
+    const kind = p < m ? (kinds[p] as number) : NONE;
+    if (kind === STAR) {
       starP = ++p;
       starT = t;
-    } else if (token && accepts(token, text[t] as number)) {
+      continue;
+    }
+    const cp = text[t] as number;
+    let accepted: boolean;
+    if (kind === LITERAL) accepted = values[p] === asciiLower(cp);
+    else if (kind === ANY) accepted = true;
+    else if (kind === CLASS) accepted = inClass(classes[values[p] as number] as CharClass, cp);
+    else accepted = false;
+    if (accepted) {
       p++;
       t++;
     } else if (starP >= 0) {
@@ -129,33 +164,28 @@ function matchTokens(tokens: readonly Token[], email: string): { matched: boolea
       t = ++starT;
     } else return { matched: false, steps };
   }
-  while (tokens[p]?.kind === 'star') {
+  while (p < m && kinds[p] === STAR) {
     steps++;
     p++;
   }
-  return { matched: p === tokens.length, steps };
+  return { matched: p === m, steps };
 }
 
-function accepts(token: Token, cp: number): boolean {
-  switch (token.kind) {
-    case 'any':
-      return true;
-    case 'literal':
-      return token.cp === asciiLower(cp);
-    case 'class':
-      return inClass(token.ranges, cp, asciiOtherCase(cp)) !== token.negate;
-    case 'star':
-      return false;
+/** Whether a class accepts a character, or its other ASCII case. */
+function inClass(charClass: CharClass, cp: number): boolean {
+  let member: boolean;
+  if (cp < 128) member = (((charClass.ascii[cp >> 5] as number) >>> (cp & 31)) & 1) === 1;
+  else {
+    member = false;
+    const ranges = charClass.ranges;
+    for (let i = 0; i < ranges.length; i += 2) {
+      if (cp >= (ranges[i] as number) && cp <= (ranges[i + 1] as number)) {
+        member = true;
+        break;
+      }
+    }
   }
-}
-
-function inClass(ranges: readonly number[], cp: number, other: number): boolean {
-  for (let i = 0; i < ranges.length; i += 2) {
-    const from = ranges[i] as number;
-    const to = ranges[i + 1] as number;
-    if ((cp >= from && cp <= to) || (other >= from && other <= to)) return true;
-  }
-  return false;
+  return member !== charClass.negate;
 }
 
 /** Lower-cases A–Z and nothing else. */
@@ -170,10 +200,17 @@ function asciiOtherCase(cp: number): number {
   return cp;
 }
 
-const STAR = 0x2a;
-const QUESTION = 0x3f;
+const STAR_CHAR = 0x2a;
+const QUESTION_CHAR = 0x3f;
 const BACKSLASH = 0x5c;
 const OPEN = 0x5b;
 const CLOSE = 0x5d;
 const BANG = 0x21;
 const DASH = 0x2d;
+
+/** Kinds of a compiled position (NONE: past the end of the pattern). */
+const NONE = 0;
+const STAR = 1;
+const ANY = 2;
+const LITERAL = 3;
+const CLASS = 4;

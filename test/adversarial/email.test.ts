@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileGlob, EMAIL_GLOB_MAX_LENGTH, EMAIL_GLOBS_MAX, globMatchSteps } from '../../lib/glob.ts';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { suiteFigures } from '../support/figures.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
@@ -149,3 +150,133 @@ describe('email checks', () => {
       expect((await signIn('old', { email: 'alice@example.com' })).status).toBe(403);
     }));
 });
+
+/**
+ * Globs as any account may write them: characters that are special in regular expressions must
+ * mean themselves, and a glob built to make a backtracking matcher explode must cost a bounded
+ * number of steps, without holding up another share's visitors.
+ */
+describe('email glob abuse', () => {
+  const tally = figures.attackClass(
+    'Email globs (regular-expression metacharacters, backtracking patterns of the longest allowed length)',
+    '`*@my-company.com` was refused (an escaped - under the u flag); `*a*a*a*a*a*a*a*a@example.com` took 2.6 s against a 40-character address and blocked the event loop; globs are now matched without regular expressions, 64 globs of 320 characters at most',
+  );
+  /** The issue's backtracking glob, and the longest allowed one of its kind. */
+  const issueGlob = `${'*a'.repeat(8)}@example.com`;
+  const longestGlob = `${'*a'.repeat((EMAIL_GLOB_MAX_LENGTH - 12) / 2)}@example.com`;
+  let other: TestFrontend;
+
+  beforeAll(async () => {
+    const share = (token: string, patterns: string[]) => ({
+      token,
+      target: backend.url.href,
+      oauth_provider: 'idp1',
+      oauth_email_address_patterns: patterns,
+    });
+    other = await startTestFrontend({
+      providers: [idp1.providerConfig('idp1')],
+      shares: [
+        share('dash', ['*@my-company.com']),
+        share('meta', ['a.b+(c)|$^{1}/@example.com']),
+        share('backtrack', [issueGlob]),
+        share('longest', [longestGlob]),
+        { token: 'open', target: backend.url.href },
+      ],
+    });
+    idp1.redirectUris = [...idp1.redirectUris, `http://${other.authHost}/idp1/auth/callback`];
+  });
+  afterAll(() => other?.close());
+
+  /** Signs in at a share of the second frontend; the callback's status. */
+  async function signInOther(share: string, email: string): Promise<number> {
+    idp1.nextUser = verified(email);
+    const { authorizeUrl, loginCookie } = await startLogin(other, share);
+    return (await callback(other, await idp1.authorize(authorizeUrl), loginCookie)).status;
+  }
+
+  const admitted: [string, string, boolean][] = [
+    ['dash', 'alice@my-company.com', true],
+    ['dash', 'alice@MY-COMPANY.com', true],
+    ['dash', 'eve@my_company.com', false],
+    ['dash', 'eve@mycompany.com', false],
+    ['meta', 'a.b+(c)|$^{1}/@example.com', true],
+    ['meta', 'aab+(c)|$^{1}/@example.com', false], // `.` is not "any character"
+    ['meta', 'a.bb(c)|$^{1}/@example.com', false], // `+` is not "one or more"
+    ['meta', 'a.b+c|$^{1}/@example.com', false], // `(` is not a group
+  ];
+  it.each(admitted)('%s: %j admitted=%s', (share, email, expected) =>
+    tally.run(async () => expect(await signInOther(share, email)).toBe(expected ? 302 : 403)),
+  );
+
+  const backtracking: [string, string, string][] = [
+    ['backtrack', issueGlob, `${'a'.repeat(28)}@example.org`],
+    ['longest', longestGlob, `${'a'.repeat(242)}@example.org`],
+  ];
+  it.each(backtracking)(
+    '%s: a backtracking glob against a long address costs bounded steps; another share is served meanwhile',
+    (share, glob, email) =>
+      tally.run(async () => {
+        const { matched, steps } = globMatchSteps(glob, email);
+        expect(matched).toBe(false);
+        // The matcher's bound: (address + 1) x (pattern + 1), here a few hundred steps.
+        expect(steps).toBeLessThanOrEqual(([...email].length + 1) * ([...glob].length + 1));
+        // The callback is where the glob is matched; another share's request is sent alongside it.
+        idp1.nextUser = verified(email);
+        const { authorizeUrl, loginCookie } = await startLogin(other, share);
+        const callbackUrl = await idp1.authorize(authorizeUrl);
+        const timed = async <T>(run: () => Promise<T>): Promise<[T, number]> => {
+          const begin = performance.now();
+          return [await run(), performance.now() - begin];
+        };
+        const [[done, callbackMs], [open, openMs]] = await Promise.all([
+          timed(() => callback(other, callbackUrl, loginCookie)),
+          timed(() => get(other.port, other.host('open'), '/')),
+        ]);
+        const [status, openStatus] = [done.status, open.status];
+        expect(status).toBe(403);
+        expect(openStatus).toBe(200);
+        figures.measure(`${share} glob (${[...glob].length} chars) vs ${email.length}-char address: steps`, steps);
+        figures.measure(
+          `${share} glob login refused in (ms), another share answered in (ms)`,
+          `${Math.round(callbackMs)}, ${Math.round(openMs)}`,
+        );
+      }),
+  );
+
+  it('measures the worst case: the longest allowed globs against the longest allowed address', () => {
+    // A 254-character address (the longest isSingleMailbox accepts) and the costliest shapes of
+    // 320-character glob found: a literal run after `*` re-scanned from every start, classes, `*a`.
+    const address = `${'a'.repeat(250)}@a.a`;
+    const shapes = [
+      `*${'a'.repeat(EMAIL_GLOB_MAX_LENGTH - 2)}b`,
+      `*${'[!b]'.repeat((EMAIL_GLOB_MAX_LENGTH - 2) / 4)}b`,
+      `${'*a'.repeat((EMAIL_GLOB_MAX_LENGTH - 1) / 2)}b`,
+      `*${'?'.repeat(EMAIL_GLOB_MAX_LENGTH - 2)}b`,
+    ];
+    let worst = { glob: '', steps: 0, us: 0 };
+    for (const glob of shapes) {
+      expect([...glob].length).toBeLessThanOrEqual(EMAIL_GLOB_MAX_LENGTH);
+      const { steps } = globMatchSteps(glob, address);
+      const us = microsPerMatch([compileGlob(glob)], address);
+      if (us > worst.us) worst = { glob, steps, us };
+    }
+    expect(worst.steps).toBeLessThanOrEqual((address.length + 1) * (EMAIL_GLOB_MAX_LENGTH + 1));
+    const share = Array.from({ length: EMAIL_GLOBS_MAX }, () => compileGlob(worst.glob));
+    figures.measure('worst-case glob match, 320-char glob vs 254-char address: steps', worst.steps);
+    figures.measure('worst-case glob match, 320-char glob vs 254-char address (µs)', Math.round(worst.us));
+    figures.measure(
+      `worst-case admission check, ${EMAIL_GLOBS_MAX} such globs on one share (µs)`,
+      Math.round(microsPerMatch(share, address)),
+    );
+  });
+});
+
+/** Mean time of one admission check (every glob tried) over a few hundred runs, after a warm-up. */
+function microsPerMatch(globs: readonly { matches(email: string): boolean }[], address: string): number {
+  const check = (): boolean => globs.some((g) => g.matches(address));
+  for (let i = 0; i < 20; i++) check();
+  const runs = Math.max(20, Math.ceil(2000 / globs.length));
+  const started = performance.now();
+  for (let i = 0; i < runs; i++) check();
+  return ((performance.now() - started) / runs) * 1000;
+}
