@@ -103,7 +103,7 @@ export type CliErrorCode =
   | 'api_error';
 
 /** The OAuth frontend's view of an identity provider that failed (sidecar/providers). */
-export type FrontendErrorCode = 'provider_error';
+export type FrontendErrorCode = 'provider_error' | 'invalid_token' | 'provider_unreachable';
 
 /** A tunnel that cannot take another stream (lib/tunnel/stream-target.ts). */
 export type TunnelErrorCode = 'tunnel_busy' | 'tunnel_closed';

@@ -10,7 +10,7 @@ import { LoginStates } from './login-state.ts';
 import type { FrontendMetrics } from './metrics.ts';
 import { redirect, sendPage } from './pages.ts';
 import { createProviders } from './providers/index.ts';
-import { ProviderError, type Provider } from './providers/types.ts';
+import { failureOf, ProviderError, type Provider } from './providers/types.ts';
 import { allowedRedirect, shareUrl } from './redirects.ts';
 import { createSealer } from './seal.ts';
 import { localSharedState, type SharedState } from './shared-state.ts';
@@ -64,7 +64,7 @@ export class Authenticator {
     this.metrics = metrics;
     this.log = log;
     this.clock = clock;
-    this.providers = createProviders(config.providers);
+    this.providers = createProviders(config.providers, clock);
     const sealer = createSealer(config.signingKey, config.encryptionKey, clock);
     const cookieOptions = { domain: config.cookieDomain, secure: config.endpointUrl.protocol === 'https:' };
     this.sessions = sessionCookies(sealer, config.cookieName, cookieOptions, clock);
@@ -165,10 +165,16 @@ export class Authenticator {
       this.log.info({ provider: provider.name, share: share.token }, 'session refreshed');
       return { session: renewed, setCookie: this.sessions.write(renewed, jar) };
     } catch (err) {
-      this.metrics.refreshes.inc({ provider: provider.name, result: 'failed' });
+      const code = failureOf(err);
+      this.metrics.providerFailure(provider.name, 'refresh', code);
+      // A refresh answered with an invalid ID token (forged, or for another subject) ends the
+      // session: it is never refreshed again, and the visitor logs in afresh.
+      const ended = code === 'invalid_token';
+      if (ended) this.shared.logOut(session.id, session.expiresAt);
+      this.metrics.refreshes.inc({ provider: provider.name, result: ended ? 'ended' : 'failed' });
       this.log.warn(
-        { provider: provider.name, share: share.token, err: errorText(err) },
-        'session refresh failed; restarting login',
+        { provider: provider.name, share: share.token, code, err: errorText(err) },
+        ended ? 'session refresh refused the tokens; session ended' : 'session refresh failed; restarting login',
       );
       return undefined;
     }
@@ -192,7 +198,8 @@ export class Authenticator {
       redirect(res, url, { 'set-cookie': login.setCookie });
     } catch (err) {
       this.metrics.request('upstream_error');
-      this.log.error({ provider: provider.name, err: errorText(err) }, 'cannot start login');
+      this.metrics.providerFailure(provider.name, 'login', failureOf(err));
+      this.log.error({ provider: provider.name, code: failureOf(err), err: errorText(err) }, 'cannot start login');
       sendPage(
         res,
         502,
@@ -242,13 +249,15 @@ export class Authenticator {
       result = await provider.completeLogin({
         callbackUrl: url,
         redirectUri: this.callbackUri(provider),
-        state: url.searchParams.get('state') ?? '',
         nonce: completed.nonce,
         codeVerifier: completed.codeVerifier,
       });
     } catch (err) {
+      // A forged or invalid answer is refused (401); a provider that failed is a gateway error (502).
       const message = err instanceof ProviderError ? err.message : 'unexpected error while talking to the provider';
-      fail(502, 'Login failed', message, 'provider_error');
+      const code = failureOf(err);
+      this.metrics.providerFailure(provider.name, 'login', code);
+      fail(code === 'invalid_token' ? 401 : 502, 'Login failed', message, code);
       return;
     }
     const refused = refusalReason(result.identity, share.oauth);
@@ -301,10 +310,13 @@ export class Authenticator {
         await provider.revoke(session.tokens);
         this.log.info({ provider: provider.name, share: session.share }, 'logout: token revoked');
       } catch (err) {
-        this.log.warn(
-          { provider: provider.name, err: errorText(err) },
-          'logout: revocation failed; local session cleared anyway',
-        );
+        for (const failure of err instanceof AggregateError ? (err.errors as unknown[]) : [err]) {
+          this.metrics.providerFailure(provider.name, 'logout', failureOf(failure));
+          this.log.warn(
+            { provider: provider.name, code: failureOf(failure), err: errorText(failure) },
+            'logout: revocation failed; local session cleared anyway',
+          );
+        }
       }
     }
     const requested = url.searchParams.get('redirect_url');

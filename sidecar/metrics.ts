@@ -1,4 +1,5 @@
 import { MetricSet } from '../lib/metrics.ts';
+import type { ProviderFailure } from './providers/types.ts';
 
 export type RequestOutcome =
   | 'proxied'
@@ -19,6 +20,15 @@ export class FrontendMetrics extends MetricSet {
   readonly logins = this.counter('logins_total', 'Login attempts by provider and result', ['provider', 'result']);
   /** Session re-checks at oauth_check_interval or at the session's end. */
   readonly refreshes = this.counter('session_checks_total', 'Session re-checks by result', ['provider', 'result']);
+  /**
+   * Identity provider failures by operation (login, refresh, logout) and kind: `invalid_token`
+   * (forged or invalid token or answer), `provider_unreachable` (down, timeout, 5xx), `provider_error`.
+   */
+  readonly providerFailures = this.counter('provider_failures_total', 'Identity provider failures by kind', [
+    'provider',
+    'operation',
+    'code',
+  ]);
   /** From forwarding a request to the backend until its response headers arrive. */
   readonly upstreamSeconds = this.histogram('upstream_duration_seconds', 'Backend response time', BUCKETS);
   /** Of the requests proxied, those the fast path forwarded (sidecar/fast-path/); the rest went through Node's HTTP server. */
@@ -32,5 +42,9 @@ export class FrontendMetrics extends MetricSet {
 
   request(outcome: RequestOutcome): void {
     this.requests.inc({ outcome });
+  }
+
+  providerFailure(provider: string, operation: 'login' | 'refresh' | 'logout', code: ProviderFailure): void {
+    this.providerFailures.inc({ provider, operation, code });
   }
 }

@@ -1,4 +1,4 @@
-import { callbackError, ProviderError, type CallbackInput } from './types.ts';
+import { callbackError, ProviderError, statusFailure, unreachable, type CallbackInput } from './types.ts';
 import { errorText } from '../../lib/errors.ts';
 import { outboundRequest, type OutboundRequest, type OutboundResponse } from '../../lib/outbound-http.ts';
 import type { ProviderConfig, TokenEndpointAuthMethod } from '../../lib/config/providers.ts';
@@ -8,7 +8,8 @@ const MAX_BODY_BYTES = 1 << 20;
 
 /**
  * One HTTP exchange with a provider: bounded in time and size, failures translated into
- * ProviderError (the message never includes request bodies, which carry secrets).
+ * ProviderError (the message never includes request bodies, which carry secrets). An exchange that
+ * does not complete (refused, reset, timeout, too large) is `provider_unreachable`.
  */
 export async function providerRequest(
   provider: string,
@@ -20,7 +21,7 @@ export async function providerRequest(
   try {
     response = await outboundRequest(url, { ...init, timeoutMs: TIMEOUT_MS, maxBodyBytes: MAX_BODY_BYTES });
   } catch (err) {
-    throw new ProviderError(provider, `${what} failed: ${errorText(err)}`, err);
+    throw unreachable(provider, `${what} failed: ${errorText(err)}`, err);
   }
   let json: unknown;
   if (response.body.length > 0) {
@@ -90,9 +91,12 @@ export function clientRequest(
   });
 }
 
-/** The ProviderError for an endpoint's refusal, with the OAuth `error` (and description) it gave. */
+/**
+ * The ProviderError for an endpoint's refusal, with the OAuth `error` (and description) it gave; a
+ * 5xx is the provider failing on its side (`provider_unreachable`).
+ */
 export function refusal(provider: string, what: string, status: number, json: unknown): ProviderError {
-  return new ProviderError(provider, `${what} refused (HTTP ${status}, ${oauthErrorText(json)})`);
+  return statusFailure(provider, `${what} refused (HTTP ${status}, ${oauthErrorText(json)})`, status);
 }
 
 /**

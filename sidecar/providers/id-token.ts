@@ -1,14 +1,13 @@
 import type * as Jose from 'jose';
 import type { JWTPayload, JWTVerifyGetKey, KeyObject } from 'jose';
+import { systemClock, type Clock } from '../../lib/clock.ts';
 import { errorText } from '../../lib/errors.ts';
-import { providerRequest } from './http.ts';
+import { KEY_SET_POLICY, keySetCache, type KeySetPolicy } from './key-set.ts';
 import type { IssuerMetadata } from './oidc-discovery.ts';
-import { ProviderError } from './types.ts';
+import { invalidToken, ProviderError } from './types.ts';
 
 /** Leeway for `exp`/`iat`/`nbf` against the provider's clock (openid-client's default too). */
 const CLOCK_TOLERANCE_SECONDS = 30;
-/** A key set is fetched again for an unknown `kid` (key rotation), at most this often. */
-const JWKS_REFETCH_AFTER_MS = 60_000;
 
 /**
  * jose, imported when the first ID token is verified. A share's sidecar in Kubernetes never takes
@@ -36,26 +35,19 @@ export interface IdTokenVerifier {
 }
 
 /**
- * Times are checked against the system clock, not the frontend's injectable one: the provider
- * stamps its tokens in real time.
+ * Token times are checked against the system clock, not the frontend's injectable one: the provider
+ * stamps its tokens in real time. The key set's age (key-set.ts) is the frontend's own matter and
+ * follows `clock`. A token that fails verification is `invalid_token`; a key set that cannot be
+ * fetched keeps its own failure (`provider_unreachable` for an outage).
  */
-export function idTokenVerifier(provider: string, metadata: IssuerMetadata, clientId: string): IdTokenVerifier {
-  let keys: { getKey: JWTVerifyGetKey; fetchedAt: number } | undefined;
-
-  const fetchKeys = async () => {
-    const what = `key set ${metadata.jwksUri.href}`;
-    const response = await providerRequest(provider, what, metadata.jwksUri, {
-      method: 'GET',
-      headers: { accept: 'application/jwk-set+json, application/json' },
-    });
-    if (response.status !== 200) throw new ProviderError(provider, `${what} failed: HTTP ${response.status}`);
-    try {
-      keys = { getKey: (await loadJose()).createLocalJWKSet(response.json as never), fetchedAt: Date.now() };
-    } catch (err) {
-      throw new ProviderError(provider, `${what} failed: ${errorText(err)}`, err);
-    }
-    return keys;
-  };
+export function idTokenVerifier(
+  provider: string,
+  metadata: IssuerMetadata,
+  clientId: string,
+  clock: Clock = systemClock,
+  policy: KeySetPolicy = KEY_SET_POLICY,
+): IdTokenVerifier {
+  const keySets = keySetCache(provider, metadata.jwksUri, loadJose, clock, policy);
 
   const verifyWith = async (idToken: string, getKey: JWTVerifyGetKey) => {
     const { jwtVerify, errors } = await loadJose();
@@ -87,21 +79,21 @@ export function idTokenVerifier(provider: string, metadata: IssuerMetadata, clie
       const { errors } = await loadJose();
       let payload: JWTPayload;
       try {
-        let current = keys ?? (await fetchKeys());
+        const since = clock.now();
+        const used = await keySets.current();
         try {
-          payload = await verifyWith(idToken, current.getKey);
+          payload = await verifyWith(idToken, used.getKey);
         } catch (err) {
-          const rotated =
-            err instanceof errors.JWKSNoMatchingKey && Date.now() - current.fetchedAt >= JWKS_REFETCH_AFTER_MS;
-          if (!rotated) throw err;
-          current = await fetchKeys();
-          payload = await verifyWith(idToken, current.getKey);
+          if (!(err instanceof errors.JWKSNoMatchingKey)) throw err;
+          const newer = await keySets.afterUnknownKey(used, since);
+          if (!newer) throw err;
+          payload = await verifyWith(idToken, newer.getKey);
         }
       } catch (err) {
         if (err instanceof ProviderError) throw err;
-        throw new ProviderError(provider, `the ID token is not valid: ${errorText(err)}`, err);
+        throw invalidToken(provider, `the ID token is not valid: ${errorText(err)}`, err);
       }
-      const invalid = (text: string) => new ProviderError(provider, `the ID token is not valid: ${text}`);
+      const invalid = (text: string) => invalidToken(provider, `the ID token is not valid: ${text}`);
       if (typeof payload.sub !== 'string' || payload.sub === '') throw invalid('"sub" is missing');
       const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
       if (payload.azp !== undefined && payload.azp !== clientId) throw invalid('"azp" names another client');

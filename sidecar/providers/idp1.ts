@@ -1,5 +1,5 @@
 import type { Idp1Config } from '../../lib/config/providers.ts';
-import { ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
+import { ProviderError, statusFailure, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
 import { form, providerRequest } from './http.ts';
 import { exchangePkceCode, pkceAuthorizationUrl } from './pkce-code-flow.ts';
 
@@ -32,7 +32,7 @@ export function idp1Provider(config: Idp1Config): Provider {
       });
       const claims = info.json as { email?: unknown; email_verified?: unknown; verified_email?: unknown } | undefined;
       if (info.status !== 200 || typeof claims?.email !== 'string') {
-        throw new ProviderError(name, `user info returned no email (HTTP ${info.status})`);
+        throw statusFailure(name, `user info returned no email (HTTP ${info.status})`, info.status);
       }
       // The OpenID user-info endpoint says `email_verified`; the older OAuth2 v2 one (which
       // user_info_url may name) says `verified_email`. Only a literal true counts: a missing flag never does.
@@ -49,7 +49,7 @@ export function idp1Provider(config: Idp1Config): Provider {
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: form({ token }),
       });
-      if (result.status !== 200) throw new ProviderError(name, `revocation refused (HTTP ${result.status})`);
+      if (result.status !== 200) throw statusFailure(name, `revocation refused (HTTP ${result.status})`, result.status);
     },
     loginPageUrl: () => endpoints.login_url,
   };

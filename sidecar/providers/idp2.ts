@@ -1,5 +1,5 @@
 import type { Idp2Config } from '../../lib/config/providers.ts';
-import { ProviderError, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
+import { ProviderError, statusFailure, type CallbackInput, type Provider, type ProviderTokens } from './types.ts';
 import { providerRequest } from './http.ts';
 import { exchangePkceCode, pkceAuthorizationUrl } from './pkce-code-flow.ts';
 
@@ -36,7 +36,7 @@ export function idp2Provider(config: Idp2Config): Provider {
         },
       });
       if (emails.status !== 200 || !Array.isArray(emails.json)) {
-        throw new ProviderError(name, `email lookup failed (HTTP ${emails.status})`);
+        throw statusFailure(name, `email lookup failed (HTTP ${emails.status})`, emails.status);
       }
       const primary = (emails.json as EmailEntry[]).find((e) => e.primary === true);
       if (!primary || typeof primary.email !== 'string')
@@ -63,7 +63,8 @@ export function idp2Provider(config: Idp2Config): Provider {
           body: JSON.stringify({ access_token: tokens.accessToken }),
         },
       );
-      if (result.status !== 204) throw new ProviderError(name, `token deletion refused (HTTP ${result.status})`);
+      if (result.status !== 204)
+        throw statusFailure(name, `token deletion refused (HTTP ${result.status})`, result.status);
     },
     loginPageUrl: () => endpoints.login_url,
   };

@@ -1,6 +1,6 @@
 import type { OidcConfig } from '../../lib/config/providers.ts';
 import { providerRequest } from './http.ts';
-import { ProviderError } from './types.ts';
+import { ProviderError, statusFailure } from './types.ts';
 
 /** What svc uses of an OpenID Provider's metadata (OpenID Connect Discovery 1.0 §3), validated. */
 export interface IssuerMetadata {
@@ -47,7 +47,7 @@ export async function discoverIssuer(config: OidcConfig): Promise<IssuerMetadata
   url.pathname = `${url.pathname}/.well-known/openid-configuration`.replace('//', '/');
   const response = await providerRequest(name, what, url, { method: 'GET', headers: { accept: 'application/json' } });
   const doc = response.json;
-  if (response.status !== 200) throw new ProviderError(name, `${what} failed: HTTP ${response.status}`);
+  if (response.status !== 200) throw statusFailure(name, `${what} failed: HTTP ${response.status}`, response.status);
   if (!doc || typeof doc !== 'object' || Array.isArray(doc))
     throw new ProviderError(name, `${what} failed: the response is not a JSON object`);
   const meta = doc as Record<string, unknown>;

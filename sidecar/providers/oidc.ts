@@ -1,11 +1,15 @@
 import { createHash } from 'node:crypto';
+import { systemClock, type Clock } from '../../lib/clock.ts';
 import type { OidcConfig } from '../../lib/config/providers.ts';
+import { errorText } from '../../lib/errors.ts';
 import { clientCredentials, clientRequest, providerRequest, refusal } from './http.ts';
 import { idTokenVerifier, type IdTokenClaims, type IdTokenVerifier } from './id-token.ts';
 import { discoverIssuer, type IssuerMetadata } from './oidc-discovery.ts';
 import {
   callbackError,
+  invalidToken,
   ProviderError,
+  unreachable,
   type Identity,
   type LoginResult,
   type Provider,
@@ -28,18 +32,19 @@ interface Discovered {
  * Generic OpenID Connect (Core 1.0, authorization code flow) as a confidential client: discovery
  * from `issuer`, nonce always, PKCE S256 when `supports_pkce`, the RFC 9207 `iss` check where the
  * server supports it, the ID token verified (id-token.ts), email from the ID token or user info
- * (`email_verified` must be true), refresh with the stored refresh token (never the access token),
- * and RFC 7009 revocation when discovered. Built on node:http and jose rather than openid-client,
+ * (`email_verified` must be true), refresh with the stored refresh token (never the access token)
+ * for the login's subject only, and RFC 7009 revocation of both tokens when discovered. The `state`
+ * of a callback is the login-state store's to check (sidecar/login-state.ts), before this is called. Built on node:http and jose rather than openid-client,
  * whose `fetch` cost a sidecar 20-28 MiB of its memory (docs/benchmarks.md, docs/design.md).
  */
-export function oidcProvider(config: OidcConfig): Provider {
+export function oidcProvider(config: OidcConfig, clock: Clock = systemClock): Provider {
   const { name } = config;
   const client = clientCredentials(config);
   let discovered: Promise<Discovered> | undefined;
 
   const discovery = (): Promise<Discovered> => {
     discovered ??= discoverIssuer(config).then(
-      (metadata) => ({ metadata, idTokens: idTokenVerifier(name, metadata, config.clientId) }),
+      (metadata) => ({ metadata, idTokens: idTokenVerifier(name, metadata, config.clientId, clock) }),
       (err: unknown) => {
         discovered = undefined; // the next request retries discovery
         throw err;
@@ -88,15 +93,16 @@ export function oidcProvider(config: OidcConfig): Provider {
     if (!info || typeof info !== 'object' || !/^application\/json/i.test(response.contentType))
       throw new ProviderError(name, 'user info: the response is not a JSON object (signed user info is not supported)');
     if (subject !== undefined && info.sub !== subject)
-      throw new ProviderError(name, 'user info: "sub" is not the subject of the ID token');
+      throw invalidToken(name, 'user info: "sub" is not the subject of the ID token');
     return info;
   };
 
-  const identityOf = async (tokens: Tokens): Promise<Identity> => {
+  /** The identity the tokens vouch for; user info, when needed, must be about `subject`. */
+  const identityOf = async (tokens: Tokens, subject: string | undefined): Promise<Identity> => {
     let email = tokens.claims?.email;
     let verified = tokens.claims?.email_verified;
     if (typeof email !== 'string' || typeof verified !== 'boolean') {
-      const info = await userInfo(tokens.accessToken, tokens.claims?.sub);
+      const info = await userInfo(tokens.accessToken, subject);
       email = info.email;
       verified = info.email_verified;
     }
@@ -107,7 +113,8 @@ export function oidcProvider(config: OidcConfig): Provider {
 
   const sessionTokens = (tokens: Tokens, previous?: ProviderTokens): ProviderTokens => {
     const refreshToken = tokens.refreshToken ?? previous?.refreshToken;
-    return { accessToken: tokens.accessToken, ...(refreshToken ? { refreshToken } : {}) };
+    const sub = tokens.claims?.sub ?? previous?.sub;
+    return { accessToken: tokens.accessToken, ...(refreshToken ? { refreshToken } : {}), ...(sub ? { sub } : {}) };
   };
 
   return {
@@ -145,9 +152,7 @@ export function oidcProvider(config: OidcConfig): Provider {
       if (iss === null && metadata.issParameterSupported)
         throw new ProviderError(name, 'the login response has no "iss" although the provider sends one');
       if (iss !== null && iss !== metadata.issuer)
-        throw new ProviderError(name, 'the login response comes from another issuer ("iss" does not match)');
-      if (callback.get('state') !== input.state)
-        throw new ProviderError(name, 'the login response does not belong to this login ("state" does not match)');
+        throw invalidToken(name, 'the login response comes from another issuer ("iss" does not match)');
       const code = callback.get('code');
       if (!code) throw new ProviderError(name, 'the login response has no authorization code');
       const tokens = await tokenGrant(
@@ -160,7 +165,7 @@ export function oidcProvider(config: OidcConfig): Provider {
         },
         { required: true, nonce: input.nonce },
       );
-      return { tokens: sessionTokens(tokens), identity: await identityOf(tokens) };
+      return { tokens: sessionTokens(tokens), identity: await identityOf(tokens, tokens.claims?.sub) };
     },
     canRefresh: (tokens) => typeof tokens.refreshToken === 'string' && tokens.refreshToken !== '',
     async refresh(tokens): Promise<LoginResult> {
@@ -170,23 +175,38 @@ export function oidcProvider(config: OidcConfig): Provider {
         { grant_type: 'refresh_token', refresh_token: tokens.refreshToken },
         { required: false },
       );
-      return { tokens: sessionTokens(fresh, tokens), identity: await identityOf(fresh) };
+      // OpenID Connect Core §12.2: a refreshed ID token names the same subject as the login's.
+      const subject = tokens.sub ?? fresh.claims?.sub;
+      if (fresh.claims && subject !== undefined && fresh.claims.sub !== subject)
+        throw invalidToken(name, 'the refreshed ID token names another subject than the login ("sub" changed)');
+      return { tokens: sessionTokens(fresh, tokens), identity: await identityOf(fresh, subject) };
     },
     async revoke(tokens) {
       const { metadata } = await discovery();
-      if (!metadata.revocationEndpoint) return;
+      const endpoint = metadata.revocationEndpoint;
+      if (!endpoint) return;
       const hints: [string | undefined, string][] = [
         [tokens.refreshToken, 'refresh_token'],
         [tokens.accessToken, 'access_token'],
       ];
+      // Each token is revoked even when the other's revocation failed; the failures are reported
+      // together, by token type only (never the token).
+      const failures: ProviderError[] = [];
       for (const [token, hint] of hints) {
         if (!token) continue;
-        const result = await clientRequest(name, 'revocation', metadata.revocationEndpoint, client, {
-          token,
-          token_type_hint: hint,
-        });
-        if (result.status !== 200) throw refusal(name, 'revocation', result.status, result.json);
+        const what = `revocation of the ${hint.replace('_', ' ')}`;
+        try {
+          const result = await clientRequest(name, what, endpoint, client, { token, token_type_hint: hint });
+          if (result.status !== 200) failures.push(refusal(name, what, result.status, result.json));
+        } catch (err) {
+          failures.push(
+            err instanceof ProviderError ? err : unreachable(name, `${what} failed: ${errorText(err)}`, err),
+          );
+        }
       }
+      if (failures.length > 1) throw new AggregateError(failures, `${name}: revocation failed for both tokens`);
+      const [failure] = failures;
+      if (failure) throw failure;
     },
     loginPageUrl: () => config.endpoints.login_url,
   };

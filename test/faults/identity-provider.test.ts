@@ -8,6 +8,8 @@ import { cookiesFrom, get, repeatVisits } from '../support/http.ts';
 import { startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
 import { callback, startLogin } from '../support/oauth-flow.ts';
 import { mintSessionCookie } from '../support/session.ts';
+import { frontendMetric, issuerProvider, loginThroughIssuer } from '../support/issuer-login.ts';
+import { startTestIssuer, type TestIssuer } from '../support/test-issuer.ts';
 
 /**
  * Identity provider outages against a running frontend: a provider that is down (connection
@@ -65,6 +67,12 @@ describe('idp1 down, then back', () => {
     expect(failed.status).toBe(502);
     expect(failed.body).toContain('Login failed');
     expect(failed.body).toMatch(/idp1: token exchange failed: /);
+    expect(
+      await frontendMetric(
+        fe,
+        'svc_frontend_provider_failures_total{provider="idp1",operation="login",code="provider_unreachable"}',
+      ),
+    ).toBe(1);
 
     // At the re-check the session cannot be confirmed: the login restarts (a redirect, not an error).
     fe.clock.advance(3600_000 + 1_000);
@@ -180,5 +188,83 @@ describe('oidc provider down at start-up, then back', () => {
       await fe.close();
       await back?.close();
     }
+  });
+});
+
+describe('an oidc provider failing part-way, or answering with a forged token', () => {
+  let issuer: TestIssuer;
+  let fe: TestFrontend;
+  beforeAll(async () => {
+    issuer = await startTestIssuer();
+    fe = await startTestFrontend({
+      providers: [issuerProvider(issuer, 'oidc')],
+      shares: [{ token: 'one', target: backend.url.href, oauth_provider: 'oidc' }],
+    });
+  });
+  afterAll(async () => {
+    await fe?.close();
+    await issuer?.close();
+  });
+
+  const failures = (operation: string, code: string) =>
+    frontendMetric(fe, `svc_frontend_provider_failures_total{provider="oidc",operation="${operation}",code="${code}"}`);
+
+  it('revokes the access token at logout even when revoking the refresh token fails, and logs each failure without a token', async () => {
+    const { reply, cookie } = await loginThroughIssuer(fe, issuer, 'one', 'oidc');
+    expect(reply.status).toBe(302);
+    issuer.behaviour.revocation = (hint) => (hint === 'refresh_token' ? 503 : 200);
+    const out = await get(fe.port, fe.authHost, '/oidc/logout', { headers: { cookie } });
+    expect(out.status).toBe(302);
+    expect(issuer.revocations).toEqual([
+      { hint: 'refresh_token', token: 'refresh-token-secret' },
+      { hint: 'access_token', token: 'access-token-secret' },
+    ]);
+    expect(await failures('logout', 'provider_unreachable')).toBe(1);
+
+    // Both failing: both tried, both logged.
+    const second = await loginThroughIssuer(fe, issuer, 'one', 'oidc');
+    issuer.revocations.length = 0;
+    issuer.behaviour.revocation = () => 503;
+    await get(fe.port, fe.authHost, '/oidc/logout', { headers: { cookie: second.cookie } });
+    expect(issuer.revocations.map((r) => r.hint)).toEqual(['refresh_token', 'access_token']);
+    const logged = fe.logs.lines.filter((l) => l.includes('logout: revocation failed'));
+    expect(logged).toHaveLength(3);
+    expect(logged.filter((l) => l.includes('revocation of the access token refused (HTTP 503'))).toHaveLength(1);
+    for (const secret of ['refresh-token-secret', 'access-token-secret']) expect(fe.logs.text).not.toContain(secret);
+    figures.fault({
+      fault: 'Identity provider failing token revocation at logout (oidc, HTTP 503)',
+      injections: 2,
+      outcome: `the other token was still revoked (${issuer.revocations.length} revocation requests for 2 tokens when both failed); the local session cleared; each failure logged by token type, no token in the logs`,
+      lost: 0,
+    });
+  });
+
+  it('tells a forged ID token from an unreachable provider, in the page, the log and the metrics', async () => {
+    issuer.behaviour.idToken = (claims) => issuer.sign(claims, 'other', 'k1');
+    const forged = (await loginThroughIssuer(fe, issuer, 'one', 'oidc')).reply;
+    expect(forged.status).toBe(401);
+    expect(forged.body).toContain('ID token is not valid');
+
+    issuer.reset();
+    issuer.behaviour.hangUp = ['/token'];
+    const down = (await loginThroughIssuer(fe, issuer, 'one', 'oidc')).reply;
+    expect(down.status).toBe(502);
+    expect(down.body).toMatch(/code exchange failed: socket hang up/);
+    issuer.reset();
+
+    expect(await failures('login', 'invalid_token')).toBe(1);
+    expect(await failures('login', 'provider_unreachable')).toBe(1);
+    expect(await frontendMetric(fe, 'svc_frontend_logins_total{provider="oidc",result="invalid_token"}')).toBe(1);
+    expect(await frontendMetric(fe, 'svc_frontend_logins_total{provider="oidc",result="provider_unreachable"}')).toBe(
+      1,
+    );
+    expect(fe.logs.text).toMatch(/"result":"invalid_token"/);
+    expect(fe.logs.text).toMatch(/"result":"provider_unreachable"/);
+    figures.fault({
+      fault: 'Identity provider unreachable mid-login vs a forged ID token (oidc)',
+      injections: 2,
+      outcome: `forged token: ${forged.status} "Login failed", counted as invalid_token; token endpoint hanging up: ${down.status} "Login failed", counted as provider_unreachable (svc_frontend_provider_failures_total, logins_total and the log's result)`,
+      lost: 0,
+    });
   });
 });

@@ -18,14 +18,27 @@ export interface IssuerBehaviour {
   idToken?: (claims: JWTPayload) => Promise<string | undefined>;
   tokenType: string;
   userInfo: (base: Record<string, unknown>) => Record<string, unknown>;
+  /** The status the revocation endpoint answers for a token of this type (`token_type_hint`). */
+  revocation: (hint: string) => number;
+  /** Paths on which the server drops the connection without answering (a provider gone mid-way). */
+  hangUp: readonly string[];
 }
 
 export interface TestIssuer {
   readonly issuer: string;
   behaviour: IssuerBehaviour;
   readonly requests: { jwks: number; token: number };
+  /** Each revocation request, in order: the token type hint and the token. */
+  readonly revocations: { hint: string; token: string }[];
   /** An RS256 JWT signed by the issuer's key (`kid` k1), or by a key outside its key set. */
   sign(claims: JWTPayload, key?: 'issuer' | 'other', kid?: string): Promise<string>;
+  /** Key rotation: a new key pair published in the key set under `kid` (its tokens are signed with `signAs`). */
+  addKey(kid: string): Promise<void>;
+  /** Key rotation: `kid` no longer published (its private key is kept, as a thief of it would). */
+  removeKey(kid: string): void;
+  /** An RS256 JWT signed by the private key of `kid`, published or not. */
+  signAs(claims: JWTPayload, kid: string): Promise<string>;
+  /** Back to normal behaviour and only key k1 published; counters zeroed. */
   reset(): void;
   close(): Promise<void>;
 }
@@ -35,7 +48,18 @@ export const normalBehaviour = (): IssuerBehaviour => ({
   claims: (base) => base,
   tokenType: 'Bearer',
   userInfo: (base) => base,
+  revocation: () => 200,
+  hangUp: [],
 });
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
 
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
@@ -44,10 +68,24 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 export async function startTestIssuer(): Promise<TestIssuer> {
   const pair = await generateKeyPair('RS256');
   const other: CryptoKey = (await generateKeyPair('RS256')).privateKey;
-  const jwks = { keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' }] };
+  const publicJwk = async (key: CryptoKey, kid: string) => ({
+    ...(await exportJWK(key)),
+    kid,
+    alg: 'RS256',
+    use: 'sig',
+  });
+  const k1 = await publicJwk(pair.publicKey, 'k1');
+  const privateKeys = new Map<string, CryptoKey>([['k1', pair.privateKey]]);
+  let published = new Map<string, unknown>([['k1', k1]]);
   const requests = { jwks: 0, token: 0 };
+  const revocations: { hint: string; token: string }[] = [];
   const sign = (claims: JWTPayload, key: 'issuer' | 'other' = 'issuer', kid = 'k1') =>
     new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid }).sign(key === 'issuer' ? pair.privateKey : other);
+  const signAs = (claims: JWTPayload, kid: string) => {
+    const key = privateKeys.get(kid);
+    if (!key) throw new Error(`test issuer: no key ${kid}`);
+    return new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid }).sign(key);
+  };
   let issuer = '';
   const state: TestIssuer = {
     get issuer() {
@@ -55,11 +93,23 @@ export async function startTestIssuer(): Promise<TestIssuer> {
     },
     behaviour: normalBehaviour(),
     requests,
+    revocations,
     sign,
+    signAs,
+    async addKey(kid) {
+      const added = await generateKeyPair('RS256');
+      privateKeys.set(kid, added.privateKey);
+      published.set(kid, await publicJwk(added.publicKey, kid));
+    },
+    removeKey(kid) {
+      published.delete(kid);
+    },
     reset() {
       state.behaviour = normalBehaviour();
+      published = new Map([['k1', k1]]);
       requests.jwks = 0;
       requests.token = 0;
+      revocations.length = 0;
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
@@ -67,6 +117,10 @@ export async function startTestIssuer(): Promise<TestIssuer> {
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const { behaviour } = state;
     const path = new URL(req.url ?? '/', issuer).pathname;
+    if (behaviour.hangUp.includes(path)) {
+      req.socket.destroy();
+      return;
+    }
     if (path === '/.well-known/openid-configuration') {
       return json(
         res,
@@ -77,6 +131,7 @@ export async function startTestIssuer(): Promise<TestIssuer> {
           token_endpoint: `${issuer}/token`,
           jwks_uri: `${issuer}/jwks`,
           userinfo_endpoint: `${issuer}/me`,
+          revocation_endpoint: `${issuer}/revoke`,
           id_token_signing_alg_values_supported: ['RS256'],
           authorization_response_iss_parameter_supported: true,
         }),
@@ -84,7 +139,14 @@ export async function startTestIssuer(): Promise<TestIssuer> {
     }
     if (path === '/jwks') {
       requests.jwks++;
-      return json(res, 200, jwks);
+      return json(res, 200, { keys: [...published.values()] });
+    }
+    if (path === '/revoke') {
+      const form = new URLSearchParams(await readBody(req));
+      const hint = form.get('token_type_hint') ?? '';
+      revocations.push({ hint, token: form.get('token') ?? '' });
+      const status = behaviour.revocation(hint);
+      return json(res, status, status === 200 ? {} : { error: 'temporarily_unavailable' });
     }
     if (path === '/token') {
       requests.token++;
