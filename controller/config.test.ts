@@ -66,6 +66,7 @@ describe('the public_frontend section', () => {
         '  endpoint_url: https://share.example.com',
         '  credential_file: credential',
         '  providers: [google, corp]',
+        '  token_quarantine: 30d',
       ].join('\n'),
     );
     const config = loadControllerConfig(path, { store: 'kubernetes', namespace: 'svc' });
@@ -74,6 +75,7 @@ describe('the public_frontend section', () => {
       credentialFile: credential,
       credential: 'c'.repeat(40),
       providers: ['google', 'corp'],
+      tokenQuarantineMs: 30 * 86_400_000,
     });
     expect(config.publicFrontend?.endpointUrl.href).toBe('https://share.example.com/');
     expect(loadControllerConfig(undefined).publicFrontend).toBeUndefined();
@@ -90,15 +92,17 @@ describe('the public_frontend section', () => {
         `  credential_file: ${short}`,
         '  providers: [""]',
         '  replicas: 2',
+        '  token_quarantine: forever',
       ].join('\n'),
     );
     const problems = problemsOf(() => loadControllerConfig(path));
     expect(problems).toEqual([
-      'public_frontend.replicas: unknown field (known: domain, endpoint_url, credential_file, providers)',
+      'public_frontend.replicas: unknown field (known: domain, endpoint_url, credential_file, providers, token_quarantine)',
       'public_frontend.domain: must be a DNS domain such as share.example.com, got "not a domain"',
       'public_frontend.endpoint_url: must be a base URL without path, query, fragment or credentials',
       `public_frontend.credential_file: ${short} must hold at least 32 characters (it holds 20)`,
       'public_frontend.providers: must be a list of non-empty strings',
+      'public_frontend.token_quarantine: must be a duration such as 5m, 6h or 24h, got "forever"',
     ]);
     expect(problems.join('\n')).not.toContain('too-short-credential');
     expect(problemsOf(() => loadControllerConfig(file('pf-none.yaml', 'public_frontend: {}\n')))).toEqual([

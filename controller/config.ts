@@ -47,6 +47,11 @@ export interface PublicFrontendConfig {
   readonly credential: string;
   /** The provider names of the frontends' `oauth` section: the ones an OAuth share may name. */
   readonly providers: readonly string[];
+  /**
+   * How long a freed share token stays reserved to its account (controller/token-quarantine.ts);
+   * absent: TOKEN_QUARANTINE_MS. Keep it above the frontends' `session_lifetime`.
+   */
+  readonly tokenQuarantineMs?: number;
 }
 
 /** The `svc controller` flags that take part in validation. */
@@ -148,7 +153,7 @@ function podNamespace(): string | undefined {
 }
 
 const TOP_KEYS = ['data_dir', 'controller', 'agent_controller', 'public_frontend'];
-const PUBLIC_FRONTEND_KEYS = ['domain', 'endpoint_url', 'credential_file', 'providers'];
+const PUBLIC_FRONTEND_KEYS = ['domain', 'endpoint_url', 'credential_file', 'providers', 'token_quarantine'];
 
 /** The `public_frontend` section, every problem recorded in `r`; a relative credential_file is relative to the config. */
 export function readPublicFrontend(
@@ -163,8 +168,9 @@ export function readPublicFrontend(
   const endpointUrl = readBaseUrl(r, p, 'endpoint_url', 'public_frontend');
   const credential = readCredentialFile(r, p, 'credential_file', 'public_frontend', configPath);
   const providers = r.stringArray(p, 'providers', 'public_frontend', { required: false }) ?? [];
+  const tokenQuarantineMs = r.duration(p, 'token_quarantine', 'public_frontend', { required: false });
   if (!domain || !endpointUrl || !credential) return undefined;
-  return { domain, endpointUrl, ...credential, providers };
+  return { domain, endpointUrl, ...credential, providers, ...(tokenQuarantineMs ? { tokenQuarantineMs } : {}) };
 }
 
 /**

@@ -21,7 +21,12 @@ export async function publicFrontendTunnel(
   if (!isRegistrationStore(store)) {
     throw new SvcError('invalid_config', 'public_frontend: this store cannot keep the share registry');
   }
-  const registry = await ShareRegistry.open(store, config.providers, logger);
+  const registry = await ShareRegistry.open(
+    store,
+    config.providers,
+    logger,
+    config.tokenQuarantineMs ? { quarantineMs: config.tokenQuarantineMs } : {},
+  );
   const { endpointUrl, domain } = config;
   const base = { protocol: endpointUrl.protocol, port: endpointUrl.port };
   return {

@@ -12,7 +12,7 @@ import { environmentOfToken } from './tunnel-api.ts';
 import type { ControllerStore, EnvironmentRecord } from './store.ts';
 import { TokenQuarantine } from './token-quarantine.ts';
 
-export { TOKEN_QUARANTINE_MS } from './token-quarantine.ts';
+export { TOKEN_QUARANTINE_MS, quarantineFor } from './token-quarantine.ts';
 
 /** Options of the share registry; the defaults are the production ones. */
 export interface ShareRegistryOptions {

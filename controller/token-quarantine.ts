@@ -13,6 +13,14 @@ import type { RegistrationStore, TokenReservation } from './registration-store.t
 export const TOKEN_QUARANTINE_MS = 7 * 86_400_000;
 
 /**
+ * The quarantine for an installation whose frontend's `session_lifetime` is known (one process):
+ * the default, or a day more than the session lifetime when that is longer.
+ */
+export function quarantineFor(sessionLifetimeMs: number | undefined): number {
+  return Math.max(TOKEN_QUARANTINE_MS, (sessionLifetimeMs ?? 0) + 86_400_000);
+}
+
+/**
  * The quarantine of freed share tokens (docs/security.md, "Share tokens between accounts"): when an
  * account withdraws a share, its token is reserved to that account until the quarantine ends, and
  * any other account's claim is refused with 409 `share_token_quarantined`. Reservations are kept in

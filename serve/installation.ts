@@ -6,7 +6,7 @@ import { createLogger, type Logger } from '../lib/logger.ts';
 import { ACCESS_PATH, DEFAULT_TUNNEL_LIMITS, TUNNEL_PATH, shareUrl, tunnelUrl } from '../lib/tunnel/protocol.ts';
 import { ControllerFileStore } from '../controller/file-store.ts';
 import { startController, type RunningController } from '../controller/main.ts';
-import { ShareRegistry } from '../controller/share-registry.ts';
+import { ShareRegistry, quarantineFor } from '../controller/share-registry.ts';
 import type { RunningFrontend } from '../sidecar/frontend.ts';
 import { startTunnelFrontend } from '../sidecar/tunnel/public-frontend.ts';
 import { loadServeConfig } from './config.ts';
@@ -51,7 +51,9 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
     if (oauth) throw badInput('--dev brings its own oauth section: remove oauth from the config file or drop --dev');
     oauth = dev.oauth;
   }
-  const registry = await ShareRegistry.open(store, oauth?.providers.map((p) => p.name) ?? [], logger);
+  const registry = await ShareRegistry.open(store, oauth?.providers.map((p) => p.name) ?? [], logger, {
+    quarantineMs: quarantineFor(oauth?.sessionLifetimeMs),
+  });
   const tunnelFrontend = await startTunnelFrontend({
     directory: registry,
     limits: config.tunnel ?? DEFAULT_TUNNEL_LIMITS,

@@ -184,4 +184,23 @@ describe('frontend configuration', () => {
       'shares[1].oauth_provider: unknown provider "missing" (configured: google, github, corp)',
     );
   });
+
+  it('binds each share to an instance: the one named, else its token; a bad one is a problem', () => {
+    const doc = valid();
+    doc.shares = [
+      { token: 'a1', target: 'http://x' } as never,
+      { token: 'a2', instance: 'uid-2b7c', target: 'http://x' } as never,
+    ];
+    expect(parseFrontendConfig(doc).shares.map((s) => s.instance)).toEqual(['a1', 'uid-2b7c']);
+    doc.shares = [
+      { token: 'a1', instance: 'has space', target: 'http://x' } as never,
+      { token: 'a2', instance: 'x'.repeat(129), target: 'http://x' } as never,
+      { token: 'a3', instance: 7, target: 'http://x' } as never,
+    ];
+    expect(problemsOf(doc)).toEqual([
+      'shares[0].instance: must be 1 to 128 printable characters without spaces',
+      'shares[1].instance: must be 1 to 128 printable characters without spaces',
+      'shares[2].instance: must be a string, got number 7',
+    ]);
+  });
 });

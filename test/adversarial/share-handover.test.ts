@@ -16,6 +16,10 @@ import { api, tempDir } from '../controller/harness.ts';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { TestClock } from '../support/clock.ts';
 import { suiteFigures } from '../support/figures.ts';
+import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
+import { cookiesFrom, get } from '../support/http.ts';
+import { startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
+import { callback, startLogin } from '../support/oauth-flow.ts';
 import { rawExchange } from '../support/raw-socket.ts';
 
 /**
@@ -54,6 +58,20 @@ function agentTunnel(environmentToken: string, backend: EchoBackend): RunningTun
   });
   closers.push(() => running.close());
   return running;
+}
+
+/** A WebSocket upgrade to a share with this cookie, as raw bytes; the frontend's answer. */
+function upgradeWith(port: number, host: string, cookie: string) {
+  const head = [
+    'GET /socket HTTP/1.1',
+    `host: ${host}`,
+    `cookie: ${cookie}`,
+    'connection: upgrade',
+    'upgrade: websocket',
+    'sec-websocket-version: 13',
+    'sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==',
+  ];
+  return rawExchange(port, `${head.join('\r\n')}\r\n\r\n`);
 }
 
 async function connected(tunnel: RunningTunnel): Promise<void> {
@@ -111,7 +129,7 @@ afterAll(async () => {
 describe('a share token freed by one account', () => {
   const tally = figures.attackClass(
     'Share token handed over between accounts (freed token re-registered by another account; a session carried to the new owner)',
-    'a freed token could be registered at once by any account, and a session for the token was accepted by whoever held it; now a freed token is reserved to its account for a quarantine longer than session_lifetime (409 share_token_quarantined), and a session is bound to the share instance it was made for',
+    'a freed token could be registered at once by another account, whose backend then got the old share’s visitors; now 409 share_token_quarantined for 7 days, and sessions are bound to the share instance',
   );
 
   it('does not pass to another account, and alice\u2019s session never reaches the new owner', async () => {
@@ -175,22 +193,89 @@ describe('a share token freed by one account', () => {
       expect(backends[1].seen.filter((s) => s.headers['svc-auth-email'] !== undefined)).toEqual([]);
     });
     await tally.run(async () => {
-      const upgrade = await rawExchange(
-        installation.frontend.port,
-        [
-          'GET /socket HTTP/1.1',
-          `host: ${shareAt().host}`,
-          `cookie: ${jar.header(shareAt()) ?? ''}`,
-          'connection: upgrade',
-          'upgrade: websocket',
-          'sec-websocket-version: 13',
-          'sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==',
-          '',
-          '',
-        ].join('\r\n'),
-      );
+      const upgrade = await upgradeWith(installation.frontend.port, shareAt().host, jar.header(shareAt()) ?? '');
       expect(upgrade.status).toBe(401);
       expect(backends[1].seen).toEqual([]);
     });
   }, 60_000);
+});
+
+/**
+ * The frontend on its own: one installation's keys and domain, the token `reused` served first by one
+ * share (`instance: first-share`) and then, the config changed, by another (`second-share`, another
+ * backend). Two frontends with the same keys stand for before and after.
+ */
+describe('a session or a login made for one share instance', () => {
+  const tally = figures.attackClass(
+    'Session or login state replayed on a later share with the same token (another share instance)',
+    'sessions and login states named only the token; now they carry the share instance, and another instance asks for a new login',
+  );
+  let idp1: Idp1Server;
+  let before: TestFrontend;
+  let after: TestFrontend;
+  let oldBackend: EchoBackend;
+  let newBackend: EchoBackend;
+  const reused = (instance: string, backend: EchoBackend) => ({
+    token: 'reused',
+    instance,
+    target: backend.url.href,
+    oauth_provider: 'idp1',
+  });
+
+  beforeAll(async () => {
+    [idp1, oldBackend, newBackend] = await Promise.all([startIdp1Server(), startEchoBackend(), startEchoBackend()]);
+    before = await startTestFrontend({
+      providers: [idp1.providerConfig('idp1')],
+      shares: [reused('first-share', oldBackend)],
+    });
+    after = await startTestFrontend({
+      providers: [idp1.providerConfig('idp1')],
+      shares: [reused('second-share', newBackend)],
+    });
+    idp1.redirectUris = [before, after].map((f) => `http://${f.authHost}/idp1/auth/callback`);
+  });
+
+  afterAll(async () => {
+    await Promise.all([before?.close(), after?.close()]);
+    await Promise.all([idp1?.close(), oldBackend?.close(), newBackend?.close()]);
+  });
+
+  it('a session for the first share is refused by the second: a new login, nothing reaches its backend', async () => {
+    idp1.nextUser = { email: 'alice@example.com', email_verified: true };
+    const { authorizeUrl, loginCookie } = await startLogin(before, 'reused');
+    const done = await callback(before, await idp1.authorize(authorizeUrl), loginCookie);
+    expect(done.status).toBe(302);
+    const cookie = cookiesFrom(done);
+    const own = await get(before.port, before.host('reused'), '/', { headers: { cookie } });
+    expect(own.status).toBe(200);
+    expect((JSON.parse(own.body) as { headers: Record<string, string> }).headers['svc-auth-email']).toBe(
+      'alice@example.com',
+    );
+
+    await tally.run(async () => {
+      const visit = await get(after.port, after.host('reused'), '/', { headers: { cookie } });
+      expect(visit.status).toBe(302);
+      expect(new URL(visit.headers.location ?? '').origin).toBe(new URL(idp1.url).origin);
+    });
+    await tally.run(async () => {
+      const upgrade = await upgradeWith(after.port, after.host('reused'), cookie);
+      expect(upgrade.status).toBe(401);
+    });
+    expect(newBackend.seen).toEqual([]);
+  });
+
+  it('a login started for the first share does not complete on the second', async () => {
+    await tally.run(async () => {
+      idp1.nextUser = { email: 'alice@example.com', email_verified: true };
+      const { authorizeUrl, loginCookie } = await startLogin(before, 'reused');
+      const back = await idp1.authorize(authorizeUrl);
+      const done = await get(after.port, after.authHost, `${back.pathname}${back.search}`, {
+        headers: { cookie: loginCookie },
+      });
+      expect(done.status).toBe(400);
+      expect(done.body).toMatch(/replaced by another share/);
+      expect(done.headers['set-cookie']?.some((c) => c.startsWith('svc-auth-session='))).toBe(false);
+    });
+    expect(newBackend.seen).toEqual([]);
+  });
 });
