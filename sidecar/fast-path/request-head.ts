@@ -20,6 +20,11 @@ export interface FastRequest {
 
 /** Node's default limit on a request head (`--max-http-header-size`); a larger one is Node's to refuse with 431. */
 export const MAX_REQUEST_HEAD_BYTES = 16 * 1024;
+/**
+ * Node's server answers 431 to a head of more header lines than this (its `maxHeadersCount`, 2000,
+ * counts names and values): a head of many short lines stays under the byte limit.
+ */
+export const MAX_REQUEST_HEADERS = 1000;
 
 // Sticky patterns, tested in place on the head (no line copies, no match arrays: this runs for every
 // request). Each matches one whole line and its CRLF, or the end of the head.
@@ -59,7 +64,9 @@ export function parseRequestHead(text: string, socket: FastRequest['socket']): F
   const targetStart = head ? 5 : 4;
   const url = text.slice(targetStart, text.indexOf(' ', targetStart));
   const headers: IncomingHttpHeaders = Object.create(null) as IncomingHttpHeaders;
+  let count = 0;
   while (at < text.length) {
+    if (++count > MAX_REQUEST_HEADERS) return undefined;
     if (!matchesAt(HEADER_NAME, text, at)) return undefined;
     const colon = HEADER_NAME.lastIndex - 1;
     if (!matchesAt(HEADER_VALUE, text, colon + 1)) return undefined;

@@ -1,3 +1,4 @@
+import { MAX_RESPONSE_HEAD_BYTES } from '../../lib/http-limits.ts';
 import type { ShareCookies } from '../../lib/backend-cookies.ts';
 import { connectionListed, HOP_BY_HOP as HOP_BY_HOP_HEADERS } from '../../lib/hop-by-hop.ts';
 import { matchesAt, trimOws } from './head-text.ts';
@@ -19,8 +20,17 @@ export class BackendProtocolError extends Error {
   }
 }
 
-/** A response head longer than this is refused (Node's own client allows 16 KiB; backends' cookies can be large). */
-const MAX_HEAD_BYTES = 64 * 1024;
+/**
+ * A response head longer than this is refused: Node's client, which the slow path uses, refuses a
+ * head over 16 KiB (`--max-http-header-size`, counted without the line ends), so both paths answer
+ * a backend's large head alike.
+ */
+const MAX_HEAD_BYTES = MAX_RESPONSE_HEAD_BYTES;
+/**
+ * A head of more header lines is refused: Node's client keeps only the first 1000 (its
+ * `maxHeadersCount`, 2000, counts names and values), so the slow path would read another head.
+ */
+const MAX_HEADER_LINES = 1000;
 /** A chunk-size line (size and extensions) longer than this is refused. */
 const MAX_CHUNK_LINE_BYTES = 4 * 1024;
 const CRLF2 = Buffer.from('\r\n\r\n');
@@ -39,6 +49,21 @@ const HEADER_NAME = /[!#$%&'*+\-.^_`|~0-9A-Za-z]+:/y;
 const HEADER_VALUE = /[\t\x20-\x7e\x80-\xff]*(?:\r\n|$)/y;
 /** A trailer field: the same syntax as a header line. */
 const FIELD_LINE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*$/;
+/** Trailer fields that would frame the message (RFC 9110 §6.5.1): Node's client refuses them. */
+const FRAMING_TRAILER = /^(?:content-length|transfer-encoding):/i;
+/**
+ * A chunk-size line (RFC 9112 §7.1.1): hex digits, then extensions with token or quoted-string
+ * values, no whitespace. Node's parser refuses what this does not match, or reads it otherwise.
+ */
+const CHUNK_SIZE_LINE =
+  /^([0-9A-Fa-f]{1,12})(?:;[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:=(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+|"(?:[\t\x20\x21\x23-\x5b\x5d-\x7e\x80-\xff]|\\[\t\x20-\x7e\x80-\xff])*"))?)*$/;
+/**
+ * A Transfer-Encoding value as Node's parser reads it: codings separated by commas and spaces,
+ * without parameters or tabs; `chunked` only as the last coding (RFC 9112 §6.1).
+ */
+const TRANSFER_CODINGS = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?: *, *[!#$%&'*+\-.^_`|~0-9A-Za-z]+)*$/;
+const CHUNKED_LAST = /(?:^|, *)chunked$/i;
+const CHUNKED_BEFORE_LAST = /(?:^|, *)chunked *,/i;
 /** The lengths of the header names the framer reads or drops: any other name needs no copy to be passed on. */
 const READ_NAME_LENGTHS = new Set(
   [...HOP_BY_HOP, 'content-length', 'transfer-encoding', 'set-cookie', 'set-cookie2'].map((name) => name.length),
@@ -152,13 +177,17 @@ export class ResponseFramer {
     if (status === 101) throw new BackendProtocolError('101 Switching Protocols without an upgrade');
     let length: string | undefined;
     let transferEncoding: string | undefined;
-    let closes = text.startsWith('HTTP/1.0');
+    // HTTP/1.0 closes unless its Connection says keep-alive; `close` wins over `keep-alive` (as in Node's parser).
+    let sawClose = false;
+    let sawKeepAlive = false;
     let listed: readonly string[] = [];
     // The head passed on is `text` less the hop-by-hop lines, copied in as few pieces as there are such lines.
     let out = '';
     let copiedTo = 0;
     let at = STATUS_LINE.lastIndex;
+    let lines = 0;
     while (at < text.length) {
+      if (++lines > MAX_HEADER_LINES) throw new BackendProtocolError('too many header lines');
       if (!matchesAt(HEADER_NAME, text, at)) throw new BackendProtocolError('malformed header line');
       const colon = HEADER_NAME.lastIndex - 1;
       if (!matchesAt(HEADER_VALUE, text, colon + 1)) throw new BackendProtocolError('malformed header line');
@@ -172,10 +201,13 @@ export class ResponseFramer {
         if (length !== undefined || !DECIMAL.test(value)) throw new BackendProtocolError('bad Content-Length');
         length = value;
       } else if (name === 'transfer-encoding') {
-        transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
+        // A trailing tab kept: Node's parser does not take `chunked` followed by one.
+        const codings = transferCodings(text, colon + 1, text.charCodeAt(next - 1) === 10 ? next - 2 : next);
+        if (!TRANSFER_CODINGS.test(codings)) throw new BackendProtocolError('malformed Transfer-Encoding');
+        transferEncoding = transferEncoding === undefined ? codings : `${transferEncoding}, ${codings}`;
       } else if (name === 'connection') {
-        if (/(?:^|,)\s*close\s*(?:,|$)/i.test(value)) closes = true;
-        else if (closes && /(?:^|,)\s*keep-alive\s*(?:,|$)/i.test(value)) closes = false;
+        if (/(?:^|,)\s*close\s*(?:,|$)/i.test(value)) sawClose = true;
+        if (/(?:^|,)\s*keep-alive\s*(?:,|$)/i.test(value)) sawKeepAlive = true;
         const named = connectionListed(value);
         if (named.length > 0) listed = [...listed, ...named];
       }
@@ -192,15 +224,22 @@ export class ResponseFramer {
       }
     }
     if (status < 200) return 'interim';
+    let closes = sawClose || (text.startsWith('HTTP/1.0') && !sawKeepAlive);
     if (transferEncoding !== undefined && length !== undefined)
       throw new BackendProtocolError('both Transfer-Encoding and Content-Length');
-    if (this.toHead || status === 204 || status === 304) this.body = { kind: 'none' };
-    else if (transferEncoding !== undefined) {
-      // Chunked must be the last coding; any other framing runs to the end of the connection.
-      if (/(?:^|,)\s*chunked\s*$/i.test(transferEncoding))
-        this.body = { kind: 'chunked', state: 'size', remaining: 0, line: '' };
-      else this.body = { kind: 'close' };
-    } else if (length !== undefined) this.body = { kind: 'length', remaining: Number(length) };
+    if (transferEncoding !== undefined && CHUNKED_BEFORE_LAST.test(transferEncoding))
+      throw new BackendProtocolError('chunked before another transfer coding');
+    // Chunked must be the last coding; any other framing runs to the end of the connection.
+    const chunked = transferEncoding !== undefined && CHUNKED_LAST.test(transferEncoding);
+    const delimited = chunked || (transferEncoding === undefined && length !== undefined);
+    if (status === 204 || status === 304) this.body = { kind: 'none' };
+    else if (this.toHead) {
+      this.body = { kind: 'none' };
+      // As Node's client: a head that would not frame a body leaves the connection's end undecided.
+      if (!delimited) closes = true;
+    } else if (chunked) this.body = { kind: 'chunked', state: 'size', remaining: 0, line: '' };
+    else if (length !== undefined && transferEncoding === undefined)
+      this.body = { kind: 'length', remaining: Number(length) };
     else this.body = { kind: 'close' };
     // The last line's CRLF is not in `text` (the head's end took it): added here unless that line was dropped.
     if (copiedTo < text.length) out += `${copiedTo === 0 ? text : text.slice(copiedTo)}\r\n`;
@@ -261,12 +300,13 @@ export class ResponseFramer {
         if (line !== '') throw new BackendProtocolError('chunk data longer than its size');
         body.state = 'size';
       } else if (body.state === 'size') {
-        const size = /^([0-9A-Fa-f]{1,12})[\t ]*(?:;[\t\x20-\x7e\x80-\xff]*)?$/.exec(line);
+        const size = CHUNK_SIZE_LINE.exec(line);
         if (!size) throw new BackendProtocolError('malformed chunk size');
         body.remaining = Number.parseInt(size[1] as string, 16);
         body.state = body.remaining === 0 ? 'trailer' : 'data';
       } else if (line === '') this.done = true;
-      else if (!FIELD_LINE.test(line)) throw new BackendProtocolError('malformed trailer field');
+      else if (!FIELD_LINE.test(line) || FRAMING_TRAILER.test(line))
+        throw new BackendProtocolError('malformed trailer field');
     }
     return i;
   }
@@ -278,6 +318,15 @@ function withoutListedLines(head: string, listed: readonly string[]): string {
   return lines
     .filter((line, i) => i === 0 || !listed.includes(line.slice(0, Math.max(0, line.indexOf(':'))).toLowerCase()))
     .join('\r\n');
+}
+
+/** The value from `from` to `to` without leading spaces and tabs or trailing spaces (a trailing tab stays). */
+function transferCodings(text: string, from: number, to: number): string {
+  let start = from;
+  let end = to;
+  while (start < end && (text.charCodeAt(start) === 0x20 || text.charCodeAt(start) === 0x09)) start += 1;
+  while (end > start && text.charCodeAt(end - 1) === 0x20) end -= 1;
+  return text.slice(start, end);
 }
 
 function digit(text: string, index: number): number {
