@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { loadYamlFile } from './config-reader.ts';
+import { ConfigReader, loadYamlFile } from './config-reader.ts';
 import { ConfigError } from './errors.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-config-reader-'));
@@ -45,5 +45,25 @@ describe('loadYamlFile', () => {
 
   it('reports malformed JSON as a YAML syntax error with its position', () => {
     expect(() => loadYamlFile(file('{"oauth": [}'))).toThrow(/YAML syntax: .*line 1/is);
+  });
+});
+
+describe('configuration errors never quote a secret', () => {
+  it('names the position of a YAML syntax error without quoting the lines around it', () => {
+    const text = 'providers:\n  - name: p\n  client_secret: s3cr3t-xyz-7: bad\n';
+    expect(() => loadYamlFile(file(text))).toThrow(/YAML syntax: .*at line 3, column 1$/);
+    expect(() => loadYamlFile(file(text))).not.toThrow(/s3cr3t-xyz-7/);
+  });
+
+  it('names the type, not the value, of a secret written as a number or a boolean', () => {
+    const r = new ConfigReader();
+    r.string({ client_secret: 31415926535897, signingKey: true, target: 5 }, 'client_secret', 'oauth');
+    r.string({ signingKey: true }, 'signingKey', '');
+    r.string({ target: 5 }, 'target', '');
+    expect(r.problems.map((p) => `${p.path}: ${p.message}`)).toEqual([
+      'oauth.client_secret: must be a string, got a number',
+      'signingKey: must be a string, got a boolean',
+      'target: must be a string, got number 5',
+    ]);
   });
 });

@@ -4,6 +4,7 @@ import type * as Yaml from 'yaml';
 import { parseDuration } from './duration.ts';
 import type { ProblemCode } from './error-codes.ts';
 import { ConfigError, SvcError, errorText, problem, type Problem } from './errors.ts';
+import { isSecretName } from './secret-names.ts';
 import { listenAddressProblem, parseListenAddress, type ListenAddress } from './listen.ts';
 
 type Obj = Record<string, unknown>;
@@ -60,7 +61,8 @@ export class ConfigReader {
       return undefined;
     }
     if (typeof value !== 'string') {
-      this.problem(at, `must be a string, got ${describe(value)}`);
+      // A secret written unquoted (digits, `yes`) is still a secret: name its type, never its value.
+      this.problem(at, `must be a string, got ${isSecretName(key) ? describeType(value) : describe(value)}`);
       return undefined;
     }
     if (options.minLength !== undefined && value.length < options.minLength) {
@@ -207,7 +209,9 @@ export function loadYamlFile(path: string): unknown {
   try {
     return parse(text, { prettyErrors: true, uniqueKeys: true });
   } catch (err) {
-    throw new ConfigError(path, [problem('', `YAML syntax: ${errorText(err)}`)]);
+    // The first line only: the parser's next lines quote the file around the error, secrets included.
+    const where = (errorText(err).split('\n')[0] ?? '').replace(/:$/, '');
+    throw new ConfigError(path, [problem('', `YAML syntax: ${where}`)]);
   }
 }
 
@@ -255,6 +259,12 @@ function hasRepeatedKey(text: string): boolean {
 export function join(path: string, key: string | number): string {
   if (typeof key === 'number') return `${path}[${key}]`;
   return path ? `${path}.${key}` : key;
+}
+
+/** What a value is, without the value: `a number`, `a list`. */
+function describeType(value: unknown): string {
+  if (Array.isArray(value)) return 'a list';
+  return typeof value === 'object' ? 'a mapping' : `a ${typeof value}`;
 }
 
 function describe(value: unknown): string {

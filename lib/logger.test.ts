@@ -1,7 +1,8 @@
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ConfigError } from './errors.ts';
+import { ConfigError, SvcError } from './errors.ts';
 import { CENSOR, createLogger } from './logger.ts';
+import { isSecretName } from './secret-names.ts';
 
 function capture(): { stream: Writable; lines: () => Record<string, unknown>[]; raw: () => string } {
   let text = '';
@@ -85,6 +86,87 @@ describe('createLogger', () => {
       nested: { deeper: { refresh_token: CENSOR, id_token: CENSOR, token: CENSOR } },
       share: 'public-name',
     });
+  });
+
+  it('censors by normalised name and suffix: camelCase, prefixed and header spellings, plurals', () => {
+    const out = capture();
+    const log = createLogger('t', { destination: out.stream });
+    const secret = 'another-secret-value-4f1c';
+    const secretNames = [
+      'clientSecret', 'signingKey', 'accessToken', 'refreshToken', 'encryptionKey', 'CLIENT-SECRET', 'Signing_Key',
+      'x-frontend-token', 'X-Frontend-Token', 'svc-peer-credential', 'Set-Cookie', 'Proxy-Authorization',
+      'x_api_key', 'db.password', 'apiKeys', 'cookies', 'credentials',
+    ]; // prettier-ignore
+    log.warn(Object.fromEntries(secretNames.map((name) => [name, secret])), 'flat');
+    const [flat] = out.lines();
+    for (const name of secretNames) expect(flat?.[name], name).toBe(CENSOR);
+    expect(out.raw()).not.toContain(secret);
+    for (const name of secretNames) expect(isSecretName(name), name).toBe(true);
+  });
+
+  it('censors at any depth: arrays, headers objects, Maps, Headers, rawHeaders, error causes', () => {
+    const out = capture();
+    const log = createLogger('t', { destination: out.stream });
+    const secret = 'deep-secret-value-9a7e';
+    log.error(
+      {
+        peers: [{ url: 'https://peer', credential: secret }, [{ accessToken: secret }]],
+        req: { headers: { 'x-frontend-token': secret, 'svc-peer-credential': secret, accept: 'text/html' } },
+        map: new Map([
+          ['clientSecret', secret],
+          ['provider', 'corp'],
+        ]),
+        fetched: new Headers({ authorization: `Bearer ${secret}`, 'content-type': 'application/json' }),
+        rawHeaders: ['Host', 'a.example', 'X-Frontend-Token', secret, 'Cookie', `svc=${secret}`],
+        err: new SvcError('agent_error', 'refused', { cause: { request: { headers: { cookie: secret } } } }),
+      },
+      'nested',
+    );
+    expect(out.raw()).not.toContain(secret);
+    expect(out.lines()[0]).toMatchObject({
+      peers: [{ url: 'https://peer', credential: CENSOR }, [{ accessToken: CENSOR }]],
+      req: { headers: { 'x-frontend-token': CENSOR, 'svc-peer-credential': CENSOR, accept: 'text/html' } },
+      map: { clientSecret: CENSOR, provider: 'corp' },
+      fetched: { authorization: CENSOR, 'content-type': 'application/json' },
+      rawHeaders: ['Host', 'a.example', 'X-Frontend-Token', CENSOR, 'Cookie', CENSOR],
+      err: { cause: { request: { headers: { cookie: CENSOR } } } },
+    });
+  });
+
+  it('keeps the fields logged on purpose whose names only look like secrets', () => {
+    const out = capture();
+    const log = createLogger('t', { destination: out.stream });
+    const kept = {
+      share: 'abc123',
+      access: 'def456',
+      secretRef: 'svc-system/svc-oauth',
+      oauthShares: 2,
+      tokenEndpoint: 'https://idp/token',
+      keyId: 'k1',
+      cookieDomain: 'svc.example',
+      providers: ['corp'],
+    };
+    log.info(kept, 'kept');
+    expect(out.lines()[0]).toMatchObject(kept);
+    for (const name of Object.keys(kept)) expect(isSecretName(name), name).toBe(false);
+  });
+
+  it("writes an error's code and cause chain (SvcError's code, Node's system error code), bounded", () => {
+    const out = capture();
+    const log = createLogger('t', { destination: out.stream });
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });
+    const err = new SvcError('agent_error', 'cannot reach the backend', { status: 502, cause: refused });
+    const cycle = new Error('loops');
+    cycle.cause = cycle;
+    log.error({ err, cycle }, 'failed');
+    const [line] = out.lines();
+    expect(line?.err).toEqual({
+      type: 'SvcError',
+      message: 'cannot reach the backend',
+      code: 'agent_error',
+      cause: { type: 'Error', message: 'connect ECONNREFUSED 127.0.0.1:9', code: 'ECONNREFUSED' },
+    });
+    expect(JSON.stringify(line?.cycle).match(/loops/g)).toHaveLength(5);
   });
 
   it('never throws: a cycle is noted, errors and bigints are written as text, fixed names are not overwritten', () => {

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { ConfigError, problem } from './errors.ts';
+import { isSecretName } from './secret-names.ts';
 
 /**
  * Structured JSON logs, one object a line, in pino's line format (numeric `level`, `time` in ms,
@@ -10,23 +11,13 @@ import { ConfigError, problem } from './errors.ts';
  * share sidecar's RSS, docs/benchmarks.md "The sidecar under 80 MiB").
  *
  * Redaction is a second line of defence: call sites never pass tokens, cookies or secrets, and a
- * field named like one is censored at any depth should one slip into a logged object.
+ * field named like one is censored at any depth (objects, arrays, headers maps) should one slip
+ * into a logged object. Names are compared normalised (any case; `-`, `_` and other punctuation
+ * ignored), by suffix (plural too): `clientSecret`, `signing_key`, `X-Frontend-Token`, `svc-peer-credential`,
+ * `Set-Cookie` and `Proxy-Authorization` all end in one (lib/secret-names.ts). Public identifiers
+ * that happen to be called tokens (a share's token is its host's first label) are logged under
+ * names that do not end so (`share`, `access`).
  */
-const REDACTED_KEYS = new Set([
-  'cookie',
-  'set-cookie',
-  'authorization',
-  'x-token',
-  'x-environment-token',
-  'client_secret',
-  'signing_key',
-  'encryption_key',
-  'token',
-  'access_token',
-  'refresh_token',
-  'id_token',
-]);
-
 export const CENSOR = '[redacted]';
 
 const LEVELS = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity } as const;
@@ -59,12 +50,36 @@ function levelName(name: string, source: string, field: string): LevelName {
   throw new ConfigError(source, [problem(field, `unknown log level "${name}" (one of ${known})`)]);
 }
 
-/** JSON.stringify's replacer: censors secret-named fields and writes errors as their type and message. */
+/**
+ * JSON.stringify's replacer: censors secret-named fields; writes errors as their type, message,
+ * code and cause, maps and Headers as objects, and Node's `rawHeaders` with secret values censored.
+ */
 function redact(this: unknown, key: string, value: unknown): unknown {
-  if (key !== '' && REDACTED_KEYS.has(key.toLowerCase())) return CENSOR;
-  if (value instanceof Error) return { type: value.name, message: value.message };
+  if (key !== '' && isSecretName(key)) return CENSOR;
+  if (value instanceof Error) return errorFields(value, 0);
   if (typeof value === 'bigint') return value.toString();
+  if (value instanceof Map) return Object.fromEntries(value);
+  if (value instanceof Headers) return Object.fromEntries(value.entries());
+  if (Array.isArray(value) && key.toLowerCase() === 'rawheaders') {
+    const pairs = value as unknown[];
+    return pairs.map((item, i) => (i % 2 === 1 && isSecretName(String(pairs[i - 1])) ? CENSOR : item));
+  }
   return value;
+}
+
+/** Causes followed below a logged error (a cause chain can be a cycle). */
+const MAX_CAUSES = 4;
+
+/** An error as log fields: `type`, `message`, its `code` (SvcError's, or Node's `ECONNREFUSED`…) and `cause`. */
+function errorFields(err: Error, depth: number): Record<string, unknown> {
+  const fields: Record<string, unknown> = { type: err.name, message: err.message };
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' || typeof code === 'number') fields.code = code;
+  const cause = err.cause;
+  if (cause instanceof Error) {
+    if (depth < MAX_CAUSES) fields.cause = errorFields(cause, depth + 1);
+  } else if (cause !== undefined) fields.cause = cause;
+  return fields;
 }
 
 const noop: LogCall = () => {};

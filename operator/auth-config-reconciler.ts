@@ -118,7 +118,7 @@ export class AuthConfigReconciler implements Reconciler {
     await this.deps.client.apply(resourcePath(SECRETS, namespace, name), secret);
     this.lastApplied = key;
     this.deps.logger.info(
-      { secret: `${namespace}/${name}`, oauthShares: shares.length },
+      { secretRef: `${namespace}/${name}`, oauthShares: shares.length },
       'auth endpoint config updated',
     );
     return { result: 'success' };

@@ -48,12 +48,12 @@ export class InstallationState implements InstallationView {
     this.installation = installation;
     if (installation.ok)
       this.logger.info(
-        { secret: this.where, providers: installation.value.oauth.providers.map((p) => p.name) },
+        { secretRef: this.where, providers: installation.value.oauth.providers.map((p) => p.name) },
         'installation frontend settings loaded',
       );
     else
       this.logger.error(
-        { secret: this.where, problems: installation.problems.map(problemText) },
+        { secretRef: this.where, problems: installation.problems.map(problemText) },
         'installation frontend Secret is unusable; OAuth shares wait for it',
       );
   }
