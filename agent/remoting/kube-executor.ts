@@ -40,7 +40,7 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
       const spec = shareSpecFromArgs(args, newToken());
       const name = `remote-${spec.token}`;
       await objects.create(SHARES, name, spec);
-      logger.info({ share: name, token: spec.token }, 'environment agent: created Share');
+      logger.info({ object: name, share: spec.token }, 'environment agent: created Share');
       const done = await objects.awaitReady<Share>(
         SHARES,
         name,
@@ -64,7 +64,7 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
       const share = await findShare(token);
       if (!share) throw unknownShare(token);
       await objects.remove(SHARES, share.metadata.name);
-      logger.info({ share: share.metadata.name, shareToken: token }, 'environment agent: deleted Share');
+      logger.info({ object: share.metadata.name, share: token }, 'environment agent: deleted Share');
     },
 
     async status(): Promise<AgentStatus> {
@@ -101,7 +101,7 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
         }
         throw badInput(`the operator refused the access: ${done.ready.message}`, 'invalid_access');
       }
-      logger.info({ access: name, shareToken: spec.shareToken }, 'environment agent: created Access');
+      logger.info({ object: name, share: spec.shareToken }, 'environment agent: created Access');
       return accessEntry(done.object);
     },
 
@@ -109,7 +109,7 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
       const access = (await objects.accesses()).find((a) => accessToken(a) === token);
       if (!access) throw unknownAccess(token);
       await objects.remove(ACCESSES, access.metadata.name);
-      logger.info({ access: access.metadata.name, accessToken: token }, 'environment agent: deleted Access');
+      logger.info({ object: access.metadata.name, access: token }, 'environment agent: deleted Access');
     },
 
     async healthcheck(args: RemoteHealthCheckArgs): Promise<HealthCheckResult> {
