@@ -19,6 +19,11 @@ export function registerOperatorCommands(program: Command): void {
       'annotation copied onto every share Ingress, e.g. cert-manager.io/cluster-issuer=letsencrypt (repeatable)',
       (value: string, previous: string[] = []) => [...previous, value],
     )
+    .option(
+      '--ingress-await-address',
+      'a Share is Ready only once its Ingress has a load-balancer address (for ingress controllers that write one)',
+      false,
+    )
     .option('--leader-elect', 'elect a leader on a coordination.k8s.io Lease (run several replicas)', false)
     .option('--metrics-listen <ip:port>', 'listener for /healthz, /readyz and /metrics', '0.0.0.0:8080')
     .option(
@@ -26,6 +31,7 @@ export function registerOperatorCommands(program: Command): void {
       "the auth endpoint's config Secret to maintain (default <release>-auth-frontend beside the frontend Secret)",
     )
     .option('--concurrency <n>', 'reconciles running at once per kind', '16')
+    .option('--kube-request-timeout <seconds>', 'deadline of one Kubernetes API call', '30')
     .action(async (flags: Record<string, string | string[] | boolean | undefined>) => {
       const stopped = untilSignal();
       const { parseOperatorFlags } = await import('../operator/options.ts');
@@ -35,7 +41,9 @@ export function registerOperatorCommands(program: Command): void {
       const kubeConfig = new KubeConfig();
       kubeConfig.loadFromDefault();
       const operator = await startOperator({ ...options, kubeConfig });
-      await stopped;
+      // Lost the leader lease: stepped down (bounded, logged) and exits to restart as a standby.
+      const code = await Promise.race([stopped.then(() => undefined), operator.exited]);
+      if (code !== undefined) process.exit(code);
       await operator.close();
     });
 }

@@ -47,4 +47,15 @@ describe('startHealthServer', () => {
       `operator: cannot listen on 127.0.0.1:${server.port}: address already in use`,
     );
   });
+
+  it('fails /healthz with the detail while `live` says the process is wedged', async () => {
+    let live = { ok: false, detail: 'wedged: the Share work queue has 3 keys waiting' };
+    server = await startHealthServer({ host: '127.0.0.1', port: 0 }, { live: () => live });
+    expect(await get('/healthz')).toMatchObject({
+      status: 503,
+      text: 'wedged: the Share work queue has 3 keys waiting\n',
+    });
+    live = { ok: true, detail: 'ok' };
+    expect(await get('/healthz')).toMatchObject({ status: 200, text: 'ok\n' });
+  });
 });

@@ -10,6 +10,11 @@ export interface Readiness {
 }
 
 export interface HealthRoutes {
+  /**
+   * `/healthz`: 503 with the detail when the process is alive but wedged (a work loop that makes no
+   * progress), so the kubelet restarts it; without it `/healthz` always answers 200.
+   */
+  readonly live?: () => Readiness;
   /** `/readyz`; without it only `/healthz` is served. */
   readonly ready?: () => Readiness;
   /** Prometheus `/metrics`; without it `/metrics` is not served. */
@@ -21,7 +26,8 @@ export interface HealthRoutes {
 const TEXT = { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' };
 
 /**
- * Answers `/healthz` (the process is up: always 200), `/readyz` (200 or 503 with the detail) and
+ * Answers `/healthz` (the process is up and, with `live`, not wedged: 200, else 503 with the detail),
+ * `/readyz` (200 or 503 with the detail) and
  * `/metrics` by exact path, GET or HEAD only. Returns false for any other request, which the
  * caller routes on (a listener that serves more than health, or a 404).
  */
@@ -30,7 +36,8 @@ export function answerHealth(req: IncomingMessage, res: ServerResponse, routes: 
   const path = (req.url ?? '/').split('?')[0];
   if (path === '/healthz') {
     routes.onProbe?.();
-    res.writeHead(200, TEXT).end('ok\n');
+    const state = routes.live?.() ?? { ok: true, detail: 'ok' };
+    res.writeHead(state.ok ? 200 : 503, TEXT).end(`${state.detail}\n`);
   } else if (path === '/readyz' && routes.ready) {
     routes.onProbe?.();
     const state = routes.ready();

@@ -8,6 +8,7 @@ import type { EventRecorder } from './events.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import {
   ACCESSES,
+  ACCESS_LABEL,
   DEPLOYMENTS,
   SERVICES,
   objectKey,
@@ -24,7 +25,8 @@ import {
   validateAccess,
 } from './access-children.ts';
 import { deriveToken } from '../lib/token.ts';
-import { createdSuffix } from './status.ts';
+import { notServing as readinessOf } from './readiness.ts';
+import { createdSuffix, deploymentAvailable } from './status.ts';
 import type { Change, Watches } from './watches.ts';
 
 export interface AccessReconcilerDeps {
@@ -41,7 +43,8 @@ type AccessStatusFields = Pick<AccessStatus, 'frontendToken' | 'endpoint'>;
 /**
  * Access → Deployment + Service of a private access frontend forwarding to a private Share in the
  * same namespace (found by its token). A missing or public share is `Ready=False` with a reason; the
- * Share watch wakes the Access when that changes, so there is no polling.
+ * Share watch wakes the Access when that changes. `Ready` means the access frontend answers: its
+ * Deployment is available, else Ready=False says why (operator/readiness.ts).
  */
 export class AccessReconciler extends ObjectReconciler<AccessReconcilerDeps, Access, AccessStatusFields> {
   readonly watches: Watches;
@@ -102,21 +105,23 @@ export class AccessReconciler extends ObjectReconciler<AccessReconcilerDeps, Acc
     if (service === 'created') created.push(`Service ${childName}`);
 
     const endpoint = accessEndpoint(valid);
-    const { wasReady } = await this.report.ready(
+    const live = caches.deployments.get(namespace, childName);
+    const notServing = await readinessOf(client, this.deps.logger, {
+      namespace,
+      deployment: { name: childName, live },
+      podSelector: { [ACCESS_LABEL]: name },
+    });
+    const { outcome, becameReady } = await this.report.serving(
       access,
       { frontendToken: deriveToken(access.metadata.uid ?? ''), endpoint },
-      [
-        {
-          type: 'Ready',
-          status: 'True',
-          reason: 'ChildrenApplied',
-          message: `Deployment and Service applied; forwarding to Share ${share.metadata.name}`,
-        },
-      ],
+      notServing,
+      `Deployment ${childName} available; forwarding to Share ${share.metadata.name}`,
+      [deploymentAvailable(live, 'Deployment')],
     );
-    if (!wasReady)
+    if (becameReady)
       this.deps.events.record(access, 'Normal', 'Ready', `access ready at ${endpoint}${createdSuffix(created)}`);
-    return { result: 'success' };
+    else if (created.length > 0) this.deps.events.record(access, 'Normal', 'Created', `created ${created.join(', ')}`);
+    return outcome;
   }
 
   /**

@@ -43,6 +43,8 @@ export interface CacheOptions {
   readonly namespace: string | undefined;
   readonly frontendSecret: { readonly namespace: string; readonly name: string };
   readonly watchBackoff?: BackoffPolicy;
+  readonly watchTimeoutSeconds?: number;
+  readonly watchIdleMs?: number;
 }
 
 /** One informer per kind the operator reads; none started yet. */
@@ -59,6 +61,8 @@ export function createCaches(options: CacheOptions): Caches {
       logger,
       ...selectors,
       ...(options.watchBackoff ? { backoff: options.watchBackoff } : {}),
+      ...(options.watchTimeoutSeconds ? { watchTimeoutSeconds: options.watchTimeoutSeconds } : {}),
+      ...(options.watchIdleMs ? { watchIdleMs: options.watchIdleMs } : {}),
       onRestart: (reason) => metrics.watchRestarts.inc({ resource: resource.plural, reason }),
     });
   const managed = { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` };

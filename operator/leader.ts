@@ -61,15 +61,22 @@ export interface LeaderElectorOptions {
   readonly renewDeadlineMs?: number;
   readonly retryPeriodMs?: number;
   readonly onStartedLeading: () => void;
-  /** Must stop all reconciling before it resolves: another replica may lead right after. */
-  readonly onStoppedLeading: () => Promise<void>;
+  /**
+   * Must stop all reconciling before it resolves (or give up at a deadline shorter than what is
+   * left of the lease): another replica may lead right after. `lost`: the lease was lost (not
+   * renewed in time, or taken), after which this elector does not campaign again; otherwise this
+   * replica is shutting down.
+   */
+  readonly onStoppedLeading: (lost: boolean) => Promise<void>;
 }
 
 /**
  * Leader election on a `coordination.k8s.io/v1` Lease, as client-go does it: candidates try every
  * retry period; the leader renews every retry period and steps down when it has not renewed within
  * the renew deadline, which is shorter than the lease duration, so it has stopped before anyone
- * else may take over. `stop()` releases the lease so a standby takes over at once.
+ * else may take over. A leader that lost its lease does not campaign again: the process exits and
+ * restarts clean (as controller-runtime's managers do). `stop()` releases the lease so a standby
+ * takes over at once.
  */
 export class LeaderElector {
   private readonly options: Required<Omit<LeaderElectorOptions, 'onStartedLeading' | 'onStoppedLeading'>> &
@@ -99,7 +106,7 @@ export class LeaderElector {
     this.sleeper.wake();
     await this.loop;
     if (this.leading) {
-      await this.stepDown('shutting down');
+      await this.stepDown('shutting down', false);
       await this.release();
     }
   }
@@ -127,7 +134,8 @@ export class LeaderElector {
           this.options.onStartedLeading();
         }
       } else if (this.leading && (now - this.lastRenewMs > renewDeadlineMs || this.heldByOther())) {
-        await this.stepDown('lost the lease');
+        await this.stepDown('lost the lease', true);
+        break;
       }
       await this.sleeper.sleep(this.leading ? retryPeriodMs : retryPeriodMs * (1 + Math.random() * 0.5));
     }
@@ -138,10 +146,10 @@ export class LeaderElector {
     return holder !== undefined && holder !== '' && holder !== this.options.identity;
   }
 
-  private async stepDown(why: string): Promise<void> {
+  private async stepDown(why: string, lost: boolean): Promise<void> {
     this.leading = false;
     this.options.logger.warn({ lease: this.options.name, identity: this.options.identity }, `stopped leading: ${why}`);
-    await this.options.onStoppedLeading();
+    await this.options.onStoppedLeading(lost);
   }
 
   private async tryAcquireOrRenew(): Promise<boolean> {

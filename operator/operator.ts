@@ -16,6 +16,7 @@ import { OperatorMetrics } from './metrics.ts';
 import type { OperatorOptions } from './options.ts';
 import { ShareMemo } from './share-memo.ts';
 import { ShareReconciler } from './share-reconciler.ts';
+import { liveness } from './liveness.ts';
 import { wireWatches } from './watches.ts';
 
 export interface StartOperatorOptions extends OperatorOptions {
@@ -27,6 +28,19 @@ export interface StartOperatorOptions extends OperatorOptions {
   readonly retryPeriodMs?: number;
   readonly reconcileBackoff?: BackoffPolicy;
   readonly watchBackoff?: BackoffPolicy;
+  /** The informers' watch `timeoutSeconds` (randomised up to twice this); default 300. */
+  readonly watchTimeoutSeconds?: number;
+  /** A watch silent for this long is dropped and resumed; default twice its `timeoutSeconds`. */
+  readonly watchIdleMs?: number;
+  /** `/healthz` fails when an informer has not heard from the API server for this long; default 20 min. */
+  readonly watchStallMs?: number;
+  /** `/healthz` fails when a work queue has work but no reconcile finished for this long; default 5 min. */
+  readonly reconcileStallMs?: number;
+  /**
+   * How long stepping down (the lease lost, or shutting down) waits for running reconciles; default
+   * the lease duration minus the renew deadline, what is left before another replica may lead.
+   */
+  readonly stepDownTimeoutMs?: number;
 }
 
 export interface RunningOperator {
@@ -35,6 +49,11 @@ export interface RunningOperator {
   readonly identity: string;
   isLeader(): boolean;
   isSynced(): boolean;
+  /**
+   * Resolves with the exit code when the operator stopped itself: it lost the leader lease, stepped
+   * down (within its deadline) and must exit, to restart as a standby. Never resolves otherwise.
+   */
+  readonly exited: Promise<number>;
   close(): Promise<void>;
 }
 
@@ -47,8 +66,10 @@ export interface RunningOperator {
 export async function startOperator(options: StartOperatorOptions): Promise<RunningOperator> {
   const logger = options.logger ?? createLogger('svc-operator');
   const metrics = new OperatorMetrics();
-  const client = await KubeClient.create(options.kubeConfig, (verb, code) =>
-    metrics.apiRequests.inc({ verb, code: String(code) }),
+  const client = await KubeClient.create(
+    options.kubeConfig,
+    (verb, code) => metrics.apiRequests.inc({ verb, code: String(code) }),
+    options.requestTimeoutMs ? { requestTimeoutMs: options.requestTimeoutMs } : {},
   );
   const caches = createCaches({
     client,
@@ -57,6 +78,8 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     namespace: options.namespace,
     frontendSecret: options.frontendSecret,
     ...(options.watchBackoff ? { watchBackoff: options.watchBackoff } : {}),
+    ...(options.watchTimeoutSeconds ? { watchTimeoutSeconds: options.watchTimeoutSeconds } : {}),
+    ...(options.watchIdleMs ? { watchIdleMs: options.watchIdleMs } : {}),
   });
   const informers = allInformers(caches);
   // Before the reconcilers' watches: a change of the Secret is parsed before anything it wakes runs.
@@ -91,6 +114,25 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
   const synced = (): boolean => informers.every((i) => i.hasSynced);
   const leadership = new Leadership({ controllers, synced, beforeStart: () => installation.ensureRead(), metrics });
   for (const i of informers) i.start();
+  const leaseDurationMs = options.leaseDurationMs ?? 15_000;
+  const renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
+  const stepDownTimeoutMs = options.stepDownTimeoutMs ?? Math.max(1000, leaseDurationMs - renewDeadlineMs);
+  let exit: (code: number) => void = () => {};
+  const exited = new Promise<number>((resolve) => (exit = resolve));
+  const stepDown = async (lost: boolean): Promise<void> => {
+    const started = Date.now();
+    const drained = await leadership.stopped(stepDownTimeoutMs);
+    if (!lost) return;
+    const waitedMs = Date.now() - started;
+    if (drained)
+      logger.error({ waitedMs }, 'lost the leader lease: reconciles stopped; exiting to restart as a standby');
+    else
+      logger.error(
+        { inFlight: leadership.inFlight, waitedMs },
+        `lost the leader lease: ${leadership.inFlight} reconciles still running after ${stepDownTimeoutMs} ms; exiting`,
+      );
+    exit(1);
+  };
   const elector = options.leaderElect
     ? new LeaderElector({
         client,
@@ -98,18 +140,25 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
         name: options.lease.name,
         identity: options.identity,
         logger,
-        ...(options.leaseDurationMs ? { leaseDurationMs: options.leaseDurationMs } : {}),
-        ...(options.renewDeadlineMs ? { renewDeadlineMs: options.renewDeadlineMs } : {}),
+        leaseDurationMs,
+        renewDeadlineMs,
         ...(options.retryPeriodMs ? { retryPeriodMs: options.retryPeriodMs } : {}),
         onStartedLeading: () => leadership.started(),
-        onStoppedLeading: () => leadership.stopped(),
+        onStoppedLeading: stepDown,
       })
     : undefined;
   if (elector) elector.start();
   else leadership.started();
 
+  const live = liveness({
+    controllers,
+    informers,
+    watchStallMs: options.watchStallMs ?? 20 * 60_000,
+    reconcileStallMs: options.reconcileStallMs ?? 5 * 60_000,
+  });
   const health = await startHealthServer(options.metricsListen, {
     registry: metrics.registry,
+    live,
     ready: () => {
       if (!synced()) return { ok: false, detail: 'caches not synced' };
       if (!elector) return { ok: true, detail: 'ok' };
@@ -132,9 +181,14 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     identity: options.identity,
     isLeader: () => leadership.isLeading,
     isSynced: synced,
+    exited,
     close: async () => {
       if (elector) await elector.stop();
-      await leadership.close();
+      if (!(await leadership.close(stepDownTimeoutMs)))
+        logger.warn(
+          { inFlight: leadership.inFlight },
+          `reconciles still running after ${stepDownTimeoutMs} ms; stopping`,
+        );
       await Promise.all(informers.map((i) => i.stop()));
       await health.close();
       client.close();

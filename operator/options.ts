@@ -22,11 +22,18 @@ export interface OperatorOptions {
   readonly identity: string;
   readonly metricsListen: ListenAddress;
   readonly concurrency: number;
+  /** Deadline of one Kubernetes API call (`--kube-request-timeout`); default 30 s. */
+  readonly requestTimeoutMs?: number;
 }
 
 export interface ShareIngressOptions {
   readonly className?: string;
   readonly annotations: Readonly<Record<string, string>>;
+  /**
+   * The ingress controller writes a load-balancer address into each Ingress it admits: a Share is
+   * Ready only once its Ingress has one. Off by default, since many controllers never write it.
+   */
+  readonly awaitAddress?: boolean;
 }
 
 export interface OperatorFlags {
@@ -36,10 +43,12 @@ export interface OperatorFlags {
   shareDomain?: string;
   ingressClass?: string;
   ingressAnnotation?: string[];
+  ingressAwaitAddress?: boolean;
   image?: string;
   leaderElect?: boolean;
   metricsListen?: string;
   concurrency?: string;
+  kubeRequestTimeout?: string;
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -78,6 +87,9 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
   const concurrency = Number(flags.concurrency ?? '16');
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
     r.problem('--concurrency', 'must be an integer 1-64');
+  const requestTimeoutS = Number(flags.kubeRequestTimeout ?? '30');
+  if (!Number.isInteger(requestTimeoutS) || requestTimeoutS < 1 || requestTimeoutS > 600)
+    r.problem('--kube-request-timeout', `must be whole seconds 1-600, got ${JSON.stringify(flags.kubeRequestTimeout)}`);
   if (r.problems.length > 0 || !frontendSecret || !authSecret || !metricsListen)
     throw new ConfigError('svc operator flags', r.problems);
   return {
@@ -85,13 +97,18 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
     frontendSecret,
     authSecret,
     shareDomain,
-    ingress: { ...(ingressClass ? { className: ingressClass } : {}), annotations },
+    ingress: {
+      ...(ingressClass ? { className: ingressClass } : {}),
+      annotations,
+      ...(flags.ingressAwaitAddress ? { awaitAddress: true } : {}),
+    },
     image,
     leaderElect: flags.leaderElect ?? false,
     lease: { namespace: frontendSecret.namespace, name: 'svc-operator' },
     identity: `${hostname()}_${randomBytes(4).toString('hex')}`,
     metricsListen,
     concurrency,
+    requestTimeoutMs: requestTimeoutS * 1000,
   };
 }
 

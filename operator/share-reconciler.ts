@@ -16,6 +16,7 @@ import {
   SECRETS,
   SERVICES,
   SHARES,
+  SHARE_LABEL,
   objectKey,
   splitKey,
   type KubeObject,
@@ -26,6 +27,7 @@ import {
 import { childName, desiredShareChildren, frontendSecretName } from './share-children.ts';
 import { ShareMemo } from './share-memo.ts';
 import { ShareTokens } from './share-tokens.ts';
+import { notServing as readinessOf } from './readiness.ts';
 import { createdSuffix, deploymentAvailable } from './status.ts';
 import type { Change, Watches } from './watches.ts';
 
@@ -49,7 +51,10 @@ type ShareStatusFields = Pick<ShareStatus, 'token' | 'frontendEndpoints'>;
  * Share → Deployment (agent, plus the OAuth sidecar when `spec.oauth` is set), Service, Ingress for
  * `<token>.<domain>` (public shares) and the sidecar's config Secret (OAuth shares). No finalizer:
  * every child carries a controller ownerReference, so the garbage collector removes them with the
- * Share. `Ready` means the children are applied; `Available` mirrors the Deployment's.
+ * Share. `Ready` means the share answers: its Deployment is available (and, when the operator is
+ * told the ingress controller reports addresses, its Ingress has one); otherwise Ready=False says
+ * why, from the Deployment and its pods (operator/readiness.ts). `Available` mirrors the
+ * Deployment's own condition.
  */
 export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share, ShareStatusFields> {
   readonly watches: Watches;
@@ -131,29 +136,30 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
       valid.shareMode === 'public'
         ? [frontendEndpoint(valid.token, domain, install?.ok ? install.value.oauth.endpointUrl : undefined)]
         : [];
-    const parts = [
-      'Deployment',
-      'Service',
-      ...(children.ingress ? ['Ingress'] : []),
-      ...(children.secret ? ['Secret'] : []),
-    ];
-    const ready = {
-      type: 'Ready',
-      status: 'True',
-      reason: 'ChildrenApplied',
-      message: `${parts.join(', ')} applied`,
-    } as const;
-    const { wasReady } = await this.report.ready(share, { token: valid.token, frontendEndpoints: endpoints }, [
-      ready,
-      deploymentAvailable(this.live(DEPLOYMENTS, namespace, childName(name)), 'Deployment'),
-    ]);
-    if (!wasReady) {
+    const deployment = this.live(DEPLOYMENTS, namespace, childName(name));
+    const awaitIngress = children.ingress && ingress?.awaitAddress;
+    const notServing = await readinessOf(client, this.deps.logger, {
+      namespace,
+      deployment: { name: childName(name), live: deployment },
+      podSelector: { [SHARE_LABEL]: name },
+      ...(awaitIngress
+        ? { ingress: { name: childName(name), live: this.live(INGRESSES, namespace, childName(name)) } }
+        : {}),
+    });
+    const { outcome, becameReady } = await this.report.serving(
+      share,
+      { token: valid.token, frontendEndpoints: endpoints },
+      notServing,
+      `Deployment ${childName(name)} available${awaitIngress ? '; Ingress admitted' : ''}`,
+      [deploymentAvailable(deployment, 'Deployment')],
+    );
+    if (becameReady) {
       const url = endpoints[0] ? ` at ${endpoints[0]}` : '';
       this.deps.events.record(share, 'Normal', 'Ready', `share ${valid.token} is ready${url}${createdSuffix(created)}`);
     } else if (created.length > 0) {
       this.deps.events.record(share, 'Normal', 'Created', `created ${created.join(', ')}`);
     }
-    return { result: 'success' };
+    return outcome;
   }
 
   /** Ready=False; the token stays in status unless the spec is invalid (it may be the wrong one). */

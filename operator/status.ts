@@ -5,7 +5,14 @@ import { findCondition, statusWith, type ConditionInput } from './conditions.ts'
 import type { ReconcileResult } from './controller.ts';
 import type { EventRecorder } from './events.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
-import { objectKey, type Condition, type KubeObject, type Resource } from '../lib/kube/resources.ts';
+import {
+  NOT_SERVING_REASONS,
+  objectKey,
+  type Condition,
+  type KubeObject,
+  type Resource,
+} from '../lib/kube/resources.ts';
+import { recheckAfterMs, type NotServing } from './readiness.ts';
 
 export interface StatusReporterDeps {
   readonly client: KubeClient;
@@ -56,6 +63,38 @@ export class StatusReporter<T extends WithStatus, F extends object> {
     const wasReady = findCondition(obj.status?.conditions, 'Ready')?.status === 'True';
     await this.write(obj, fields, conditions);
     return { wasReady };
+  }
+
+  /**
+   * Ready from whether the applied children serve (`notServing` undefined: they do), plus `extra`
+   * conditions. A pod problem (an image that cannot be pulled, a crash loop) is announced as a
+   * Warning when its reason changes; while the children do not serve, the object is looked at
+   * again later (pods are not watched: see `recheckAfterMs`). `becameReady` is the transition to
+   * Ready=True, for the caller's Normal Event.
+   */
+  async serving(
+    obj: T,
+    fields: F,
+    notServing: NotServing | undefined,
+    readyMessage: string,
+    extra: readonly ConditionInput[] = [],
+  ): Promise<{ outcome: ReconcileResult; becameReady: boolean }> {
+    const previous = findCondition(obj.status?.conditions, 'Ready');
+    const ready: ConditionInput = notServing
+      ? { type: 'Ready', status: 'False', reason: notServing.reason, message: notServing.message }
+      : { type: 'Ready', status: 'True', reason: 'Available', message: readyMessage };
+    await this.write(obj, fields, [ready, ...extra]);
+    if (!notServing) return { outcome: { result: 'success' }, becameReady: previous?.status !== 'True' };
+    if (notServing.problem && (previous?.reason !== notServing.reason || previous.status !== 'False')) {
+      this.deps.events.record(obj, 'Warning', notServing.reason, notServing.message);
+      const { noun } = this.deps;
+      this.deps.logger.info({ [noun]: objectKey(obj), reason: notServing.reason }, `${noun} not serving`);
+    }
+    const waitingSince =
+      previous?.status === 'False' && NOT_SERVING_REASONS.has(previous.reason)
+        ? previous.lastTransitionTime
+        : undefined;
+    return { outcome: { result: 'waiting', requeueAfterMs: recheckAfterMs(waitingSince) }, becameReady: false };
   }
 
   private async write(obj: T, fields: F, conditions: readonly ConditionInput[]): Promise<void> {

@@ -216,3 +216,28 @@ describe('WorkQueue', () => {
     await q.close();
   });
 });
+
+describe('WorkQueue progress', () => {
+  it('reports a stall while work waits and no handler finishes, never while idle or paused', async () => {
+    const hang = deferred();
+    const queue = new WorkQueue({
+      handler: (key) => (key === 'stuck' ? hang.promise : Promise.resolve()),
+      concurrency: 1,
+      backoff: { baseMs: 10, maxMs: 10 },
+    });
+    const t0 = Date.now();
+    expect(queue.stalledForMs(t0 + 60_000)).toBe(0);
+    queue.add('stuck');
+    queue.add('next');
+    expect(queue.stalledForMs(t0 + 60_000)).toBe(0); // paused: not leading
+    queue.resume();
+    await until(() => queue.activeCount === 1);
+    expect(queue.stalledForMs(Date.now() + 60_000)).toBeGreaterThanOrEqual(59_000);
+    // A bounded wait for the running handler gives up and says so.
+    expect(await queue.idle(20)).toBe(false);
+    hang.resolve();
+    await until(() => queue.activeCount === 0 && queue.depth === 0);
+    expect(queue.stalledForMs(Date.now() + 60_000)).toBe(0);
+    expect(await queue.idle(20)).toBe(true);
+  });
+});

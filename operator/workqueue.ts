@@ -32,6 +32,8 @@ export class WorkQueue {
   private readonly idleWaiters: (() => void)[] = [];
   private running = false;
   private closed = false;
+  /** Last sign of progress: a handler finished, the queue resumed, or work arrived at an idle queue. */
+  private lastProgress = Date.now();
 
   constructor(options: WorkQueueOptions) {
     this.options = options;
@@ -46,6 +48,7 @@ export class WorkQueue {
       return;
     }
     if (this.queued.has(key)) return;
+    if (this.ready.length === 0 && this.active.size === 0) this.lastProgress = Date.now();
     this.queued.add(key);
     this.ready.push(key);
     this.pump();
@@ -67,6 +70,7 @@ export class WorkQueue {
 
   resume(): void {
     this.running = true;
+    this.lastProgress = Date.now();
     this.pump();
   }
 
@@ -92,18 +96,39 @@ export class WorkQueue {
     return this.delayed.size;
   }
 
+  /**
+   * How long this queue has had work (keys waiting or handlers running) while running, without any
+   * handler finishing; 0 when it is idle or paused. Handlers end in errors or timeouts, so a long
+   * stall means handlers hang: the work loop is wedged.
+   */
+  stalledForMs(now = Date.now()): number {
+    if (!this.running || (this.ready.length === 0 && this.active.size === 0)) return 0;
+    return Math.max(0, now - this.lastProgress);
+  }
+
   failuresOf(key: string): number {
     return this.failures.get(key) ?? 0;
   }
 
-  /** Resolves when no handler is running. */
-  async idle(): Promise<void> {
-    if (this.active.size === 0) return;
-    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  /**
+   * Resolves when no handler is running: true, or false when `timeoutMs` passed first (the
+   * handlers still running are not stopped).
+   */
+  async idle(timeoutMs?: number): Promise<boolean> {
+    if (this.active.size === 0) return true;
+    const drained = new Promise<boolean>((resolve) => this.idleWaiters.push(() => resolve(true)));
+    if (timeoutMs === undefined) return await drained;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    try {
+      return await Promise.race([drained, expired]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
-  /** Drops everything queued, cancels delayed retries and waits for running handlers. */
-  async close(): Promise<void> {
+  /** Drops everything queued, cancels delayed retries and waits for running handlers (at most `timeoutMs`). */
+  async close(timeoutMs?: number): Promise<boolean> {
     this.closed = true;
     this.running = false;
     for (const { timer } of this.delayed.values()) clearTimeout(timer);
@@ -111,7 +136,7 @@ export class WorkQueue {
     this.ready.length = 0;
     this.queued.clear();
     this.dirty.clear();
-    await this.idle();
+    return await this.idle(timeoutMs);
   }
 
   private cancelDelayed(key: string): void {
@@ -142,6 +167,7 @@ export class WorkQueue {
       this.options.onRetry?.(key, err, failures, delayMs);
       this.addAfter(key, delayMs);
     } finally {
+      this.lastProgress = Date.now();
       this.active.delete(key);
       if (this.dirty.delete(key)) this.add(key);
       if (this.active.size === 0) this.idleWaiters.splice(0).forEach((resolve) => resolve());

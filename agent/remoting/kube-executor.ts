@@ -5,7 +5,14 @@ import { API_REQUEST_FIELDS, validateHealthCheckRequest } from '../requests.ts';
 import { SvcError, badInput, valueOrThrow } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { KubeClient } from '../../lib/kube/client.ts';
-import { ACCESSES, SHARES, type Access, type KubeObject, type Share } from '../../lib/kube/resources.ts';
+import {
+  ACCESSES,
+  NOT_SERVING_REASONS,
+  SHARES,
+  type Access,
+  type KubeObject,
+  type Share,
+} from '../../lib/kube/resources.ts';
 import { newToken } from '../../lib/token.ts';
 import type { RemoteExecutor, RemoteHealthCheckArgs } from './executor.ts';
 import { accessEntry, accessToken, shareEntry, shareToken } from './kube-entries.ts';
@@ -24,8 +31,9 @@ export interface KubeExecutorOptions {
  * The environment agent's RemoteExecutor (docs/controller.md, "Kubernetes"): the namespace is the
  * environment, and remote commands become `Share` and `Access` objects in it, which the operator
  * reconciles. `share` chooses the token itself (spec.token, a fresh random DNS label) and waits for
- * the operator's `Ready` status to answer with `frontendEndpoints` (an invalid spec is deleted again
- * and answered with the operator's message); `status` lists every Share and Access in the namespace.
+ * the operator's verdict to answer with `frontendEndpoints`: Ready, or accepted with its pod not
+ * serving yet (the Share's status says why); an invalid spec is deleted again and answered with the
+ * operator's message; `status` lists every Share and Access in the namespace.
  * Arguments become specs in kube-specs.ts, objects become status entries in kube-entries.ts.
  */
 export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
@@ -44,7 +52,11 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
       const done = await objects.awaitReady<Share>(
         SHARES,
         name,
-        (c) => c.status === 'True' || c.reason === 'InvalidSpec' || c.reason === 'TokenConflict',
+        (c) =>
+          c.status === 'True' ||
+          c.reason === 'InvalidSpec' ||
+          c.reason === 'TokenConflict' ||
+          NOT_SERVING_REASONS.has(c.reason),
       );
       if (!done) {
         throw new SvcError(
@@ -53,7 +65,9 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
           { status: 504 },
         );
       }
-      if (done.ready.status !== 'True') {
+      // Accepted but not serving yet (its pod is starting or cannot start): the share exists and its
+      // status says why; only a refusal of the spec deletes it again.
+      if (done.ready.status !== 'True' && !NOT_SERVING_REASONS.has(done.ready.reason)) {
         await objects.remove(SHARES, name);
         throw badInput(`the operator refused the share: ${done.ready.message}`, 'invalid_share');
       }
@@ -94,7 +108,7 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
         name,
         (c) => c.status === 'True' || c.reason !== 'ShareNotFound',
       );
-      if (!done || done.ready.status !== 'True') {
+      if (!done || (done.ready.status !== 'True' && !NOT_SERVING_REASONS.has(done.ready.reason))) {
         await objects.remove(ACCESSES, name);
         if (!done) {
           throw new SvcError('access_not_ready', `Access ${namespace}/${name} did not become Ready`, { status: 504 });

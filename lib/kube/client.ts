@@ -55,6 +55,31 @@ interface RequestOptions {
   signal?: AbortSignal;
 }
 
+/** Settings of a client (see `KubeClient.create`). */
+export interface KubeClientOptions {
+  /**
+   * Deadline of one API call, from sending it to the last byte of the answer (of a watch: to its
+   * response headers); a call past it fails with `kube_unreachable` (reason `Timeout`) and its
+   * connection is dropped, so a black-holed connection is not reused. Default 30 s.
+   */
+  readonly requestTimeoutMs?: number;
+}
+
+/** What a watch does besides delivering events. */
+export interface WatchOptions {
+  readonly signal?: AbortSignal;
+  /**
+   * The watch fails with `kube_unreachable` (reason `WatchIdle`) when nothing at all (no event, no
+   * bookmark, no byte) arrived for this long; unset, only the server ends it.
+   */
+  readonly idleTimeoutMs?: number;
+  /** Called once the server accepted the watch (its response headers arrived). */
+  readonly onOpen?: () => void;
+}
+
+/** The default deadline of one API call. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
 /**
  * A lean API client over a client-node `KubeConfig` (which loads kubeconfig files or the in-cluster
  * service account and supplies credentials). Requests go through one keep-alive agent, so the
@@ -66,16 +91,27 @@ export class KubeClient {
   private readonly kc: KubeConfig;
   private readonly agent: Agent;
   private readonly observe: RequestObserver;
+  private readonly requestTimeoutMs: number;
   private cachedAuth: { headers: Record<string, string>; until: number } | undefined;
 
-  private constructor(kc: KubeConfig, server: URL, agent: Agent, observe: RequestObserver) {
+  private constructor(kc: KubeConfig, server: URL, agent: Agent, observe: RequestObserver, timeoutMs: number) {
     this.kc = kc;
     this.server = server;
     this.agent = agent;
     this.observe = observe;
+    this.requestTimeoutMs = timeoutMs;
   }
 
-  static async create(kc: KubeConfig, observe: RequestObserver = () => {}): Promise<KubeClient> {
+  static async create(
+    kc: KubeConfig,
+    observe: RequestObserver = () => {},
+    options: KubeClientOptions = {},
+  ): Promise<KubeClient> {
+    const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1)
+      throw new SvcError('kube_config', `requestTimeoutMs must be a positive integer, got ${timeoutMs}`, {
+        status: 400,
+      });
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new SvcError('kube_config', 'kubeconfig has no current cluster', { status: 400 });
     const server = new URL(cluster.server);
@@ -95,7 +131,7 @@ export class KubeClient {
             ...(tls.servername ? { servername: tls.servername } : {}),
           })
         : new Agent(common);
-    return new KubeClient(kc, server, agent, observe);
+    return new KubeClient(kc, server, agent, observe, timeoutMs);
   }
 
   close(): void {
@@ -133,31 +169,47 @@ export class KubeClient {
 
   /**
    * Streams a watch: resolves when the server ends it (its `timeoutSeconds`), rejects on a transport
-   * or HTTP error. `onEvent` runs for each event line, in order.
+   * or HTTP error, or when it stays silent past `idleTimeoutMs`. `onEvent` runs for each event
+   * line, in order.
    */
   async watch(
     path: string,
     query: RequestOptions['query'],
     onEvent: (event: WatchEvent) => void,
-    signal?: AbortSignal,
+    options: WatchOptions = {},
   ): Promise<void> {
+    const { signal, idleTimeoutMs, onOpen } = options;
     const res = await this.send(
       'GET',
       path,
       { query: { ...query, watch: true }, ...(signal ? { signal } : {}) },
       'WATCH',
+      true,
     );
     if (res.statusCode !== 200) throw await errorFrom(res);
+    onOpen?.();
     const lines = createInterface({ input: res, crlfDelay: Infinity });
     await new Promise<void>((resolve, reject) => {
       let failed = false;
+      let idle: NodeJS.Timeout | undefined;
       const fail = (err: unknown): void => {
         if (failed) return;
         failed = true;
+        clearTimeout(idle);
         reject(err instanceof Error ? err : new Error(String(err)));
         lines.close();
         res.destroy();
       };
+      const armIdle = (): void => {
+        if (idleTimeoutMs === undefined) return;
+        clearTimeout(idle);
+        idle = setTimeout(
+          () => fail(new KubeApiError(0, 'WatchIdle', `watch ${path} received nothing for ${idleTimeoutMs} ms`)),
+          idleTimeoutMs,
+        );
+      };
+      armIdle();
+      res.on('data', armIdle);
       lines.on('line', (line) => {
         if (failed || line.trim() === '') return;
         let event: WatchEvent;
@@ -176,14 +228,30 @@ export class KubeClient {
       res.on('error', (err) => fail(new KubeApiError(0, 'WatchBroken', `watch ${path} broke: ${errorText(err)}`, err)));
       res.on('aborted', () => fail(new KubeApiError(0, 'WatchBroken', `watch ${path} aborted`)));
       lines.on('close', () => {
+        clearTimeout(idle);
         if (!failed) resolve();
       });
     });
   }
 
+  /** One API call with the client's deadline (and the caller's `signal`, if any); the parsed answer. */
   async request(method: string, path: string, options: RequestOptions = {}): Promise<unknown> {
-    const res = await this.send(method, path, options, method);
-    const text = await readBody(res);
+    const deadline = AbortSignal.timeout(this.requestTimeoutMs);
+    const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
+    let res: IncomingMessage;
+    let text: string;
+    try {
+      res = await this.send(method, path, { ...options, signal }, method);
+      text = await readBody(res);
+    } catch (err) {
+      if (!deadline.aborted) throw err;
+      throw new KubeApiError(
+        0,
+        'Timeout',
+        `${method} ${path.split('?')[0]}: no answer within ${this.requestTimeoutMs} ms`,
+        err,
+      );
+    }
     if (res.statusCode === undefined || res.statusCode >= 300)
       throw errorFromText(res.statusCode ?? 0, text, method, path);
     return text === '' ? undefined : (JSON.parse(text) as unknown);
@@ -204,7 +272,18 @@ export class KubeClient {
     return headers;
   }
 
-  private async send(method: string, path: string, options: RequestOptions, verb: string): Promise<IncomingMessage> {
+  /**
+   * Sends one request; resolves with the response once its headers arrive. `headersDeadline` (for
+   * watches, whose body never ends by itself) fails the request when the headers take longer than
+   * the client's deadline; other calls are bounded by `request`'s signal.
+   */
+  private async send(
+    method: string,
+    path: string,
+    options: RequestOptions,
+    verb: string,
+    headersDeadline = false,
+  ): Promise<IncomingMessage> {
     const url = new URL(path, this.server);
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
@@ -217,17 +296,30 @@ export class KubeClient {
     }
     const transport = url.protocol === 'https:' ? https.request : request;
     return await new Promise<IncomingMessage>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
       const req = transport(
         url,
         { method, headers, agent: this.agent, ...(options.signal ? { signal: options.signal } : {}) },
         (res) => {
+          clearTimeout(timer);
           this.observe(verb, res.statusCode ?? 0);
           resolve(res);
         },
       );
+      if (headersDeadline) {
+        timer = setTimeout(() => {
+          const reason = `${method} ${url.pathname}: no answer within ${this.requestTimeoutMs} ms`;
+          req.destroy(new KubeApiError(0, 'Timeout', reason));
+        }, this.requestTimeoutMs);
+      }
       req.on('error', (err) => {
+        clearTimeout(timer);
         this.observe(verb, 0);
-        reject(new KubeApiError(0, 'Unreachable', `${method} ${url.pathname}: ${errorText(err)}`, err));
+        reject(
+          err instanceof KubeApiError
+            ? err
+            : new KubeApiError(0, 'Unreachable', `${method} ${url.pathname}: ${errorText(err)}`, err),
+        );
       });
       req.end(body);
     });

@@ -2,7 +2,7 @@ import type { Logger } from '../logger.ts';
 import { Sleeper } from '../sleeper.ts';
 import { errorText } from '../errors.ts';
 import { backoffDelay, type BackoffPolicy } from '../backoff.ts';
-import { KubeApiError, isGone, type KubeClient } from './client.ts';
+import { KubeApiError, isGone, type KubeClient, type WatchOptions } from './client.ts';
 import { objectKey, type KubeList, type KubeObject, type WatchEvent } from './resources.ts';
 
 type Query = Record<string, string | number | boolean | undefined>;
@@ -10,13 +10,18 @@ type Query = Record<string, string | number | boolean | undefined>;
 /** Where an informer lists and watches; the API client in production, a scripted source in unit tests. */
 export interface ListWatchSource {
   list(query: Query): Promise<KubeList<KubeObject>>;
-  watch(query: Query, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void>;
+  watch(
+    query: Query,
+    onEvent: (event: WatchEvent) => void,
+    signal: AbortSignal,
+    options?: Omit<WatchOptions, 'signal'>,
+  ): Promise<void>;
 }
 
 export function apiSource(client: KubeClient, path: string): ListWatchSource {
   return {
     list: (query) => client.list(path, query),
-    watch: (query, onEvent, signal) => client.watch(path, query, onEvent, signal),
+    watch: (query, onEvent, signal, options = {}) => client.watch(path, query, onEvent, { ...options, signal }),
   };
 }
 
@@ -40,6 +45,12 @@ export interface InformerOptions {
   readonly watchTimeoutSeconds?: number;
   /** A watch that ends cleanly sooner than this without any event counts as a failure (no tight loop). */
   readonly minWatchMs?: number;
+  /**
+   * A watch that received nothing (not even a bookmark) for this long is dropped and resumed: its
+   * connection is dead though no error said so. Default twice the watch's `timeoutSeconds`, by
+   * which time the server would have ended it.
+   */
+  readonly watchIdleMs?: number;
   readonly pageSize?: number;
   readonly onRestart?: (reason: RestartReason) => void;
   readonly random?: () => number;
@@ -64,6 +75,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   private failures = 0;
   private loop: Promise<void> | undefined;
   private readonly sleeper = new Sleeper();
+  /** When the API server last answered this informer: a list page, a watch opened, any event. */
+  private lastContact = 0;
 
   constructor(options: InformerOptions) {
     this.options = options;
@@ -74,6 +87,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   start(): void {
+    this.lastContact = Date.now();
     this.loop ??= this.run();
   }
 
@@ -98,6 +112,20 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   get size(): number {
     return this.cache.size;
+  }
+
+  /**
+   * How long the API server has not answered this informer (0 before `start`). A healthy watch
+   * hears something at least when it is reopened, every `timeoutSeconds`; much longer means every
+   * list and watch since has failed or hung.
+   */
+  silentForMs(now = Date.now()): number {
+    return this.loop ? Math.max(0, now - this.lastContact) : 0;
+  }
+
+  /** The name it was created with (a resource's plural), for logs and health details. */
+  get name(): string {
+    return this.options.name;
   }
 
   private async run(): Promise<void> {
@@ -138,6 +166,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         limit: this.options.pageSize ?? 500,
         continue: continueToken,
       });
+      this.lastContact = Date.now();
       items.push(...(page.items as T[]));
       continueToken = page.metadata.continue || undefined;
       resourceVersion = page.metadata.resourceVersion ?? '';
@@ -159,20 +188,29 @@ export class Informer<T extends KubeObject = KubeObject> {
     let events = 0;
     const min = this.options.watchTimeoutSeconds ?? 300;
     const random = this.options.random ?? Math.random;
+    const timeoutSeconds = Math.floor(min + min * random());
     const query: Query = {
       ...this.selectors(),
       resourceVersion: this.resourceVersion,
       allowWatchBookmarks: true,
-      timeoutSeconds: Math.floor(min + min * random()),
+      timeoutSeconds,
     };
     await this.options.source.watch(
       query,
       (event) => {
         events++;
+        this.lastContact = Date.now();
         this.handleEvent(event);
       },
       this.abort.signal,
+      {
+        idleTimeoutMs: this.options.watchIdleMs ?? 2 * timeoutSeconds * 1000,
+        onOpen: () => {
+          this.lastContact = Date.now();
+        },
+      },
     );
+    this.lastContact = Date.now();
     if (events === 0 && Date.now() - started < (this.options.minWatchMs ?? 1000)) {
       throw new KubeApiError(0, 'WatchClosedEarly', 'watch ended immediately without events');
     }

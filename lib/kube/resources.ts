@@ -2,6 +2,7 @@
  * The API resources the operator reads and writes, and the shapes of the objects it handles. Only
  * the fields the operator uses are typed; everything else passes through untouched.
  */
+import type { ConditionReason } from '../error-codes.ts';
 
 export interface ObjectMeta {
   name: string;
@@ -113,7 +114,7 @@ function kinds<const K extends readonly string[]>(groupVersion: string, ...names
 
 export const [SHARES, ACCESSES, AGENT_ENROLLMENTS] = kinds('svc.dev/v1alpha1', 'Share', 'Access', 'AgentEnrollment');
 export const [SERVICES, SECRETS, SERVICE_ACCOUNTS] = kinds('v1', 'Service', 'Secret', 'ServiceAccount');
-export const [EVENTS] = kinds('v1', 'Event');
+export const [EVENTS, PODS] = kinds('v1', 'Event', 'Pod');
 export const [DEPLOYMENTS] = kinds('apps/v1', 'Deployment');
 export const [INGRESSES] = kinds('networking.k8s.io/v1', 'Ingress');
 export const [ROLES, ROLE_BINDINGS] = kinds('rbac.authorization.k8s.io/v1', 'Role', 'RoleBinding');
@@ -153,6 +154,20 @@ export function splitKey(key: string): { namespace: string; name: string } {
 /** Labels on every child the operator creates; the child watches select on the first one. */
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'svc-operator';
+/**
+ * Ready=False reasons of a Share or Access whose children are applied but do not serve yet (a
+ * Deployment starting, an image that cannot be pulled, an Ingress not admitted): the operator has
+ * accepted the spec, unlike a refusal such as `InvalidSpec`.
+ */
+export const NOT_SERVING_REASONS: ReadonlySet<string> = new Set([
+  'DeploymentUnavailable',
+  'ImagePullFailed',
+  'ContainerCrashing',
+  'ContainerConfigError',
+  'Unschedulable',
+  'IngressPending',
+] satisfies ConditionReason[]);
+
 export const SHARE_LABEL = 'svc.dev/share';
 export const ACCESS_LABEL = 'svc.dev/access';
 

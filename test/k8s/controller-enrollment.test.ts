@@ -315,7 +315,9 @@ describe('AgentEnrollment → controller → environment agent → Share objects
     // A Share object in the environment's namespace, reconciled by the operator.
     const share = await api(cp, paths.share(`remote-${token}`, ENV_NS));
     expect(share.spec).toMatchObject({ token, shareMode: 'public', backendMode: 'proxy', target: backend.url.href });
-    expect(condition(share, 'Ready')?.status).toBe('True');
+    // Accepted and its children applied; no kubelet runs here, so its pod never serves.
+    expect(condition(share, 'Ready')).toMatchObject({ status: 'False', reason: 'DeploymentUnavailable' });
+    expect(share.status?.frontendEndpoints).toEqual(frontendEndpoints);
     for (const path of [
       paths.deployment(`svc-share-remote-${token}`, ENV_NS),
       paths.service(`svc-share-remote-${token}`, ENV_NS),

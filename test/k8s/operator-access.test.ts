@@ -9,6 +9,7 @@ import {
   createShare,
   eventually,
   getOrNone,
+  markAvailable,
   mergePatch,
   paths,
   readyShare,
@@ -34,6 +35,7 @@ afterAll(async () => {
 async function accessWithReady(name: string, status: 'True' | 'False', reason?: string): Promise<Obj> {
   return await eventually(
     async () => {
+      if (status === 'True') await markAvailable(cp, `svc-access-${name}`);
       const a = await getOrNone(cp, paths.access(name));
       const c = condition(a, 'Ready');
       return c?.status === status && (reason === undefined || c.reason === reason) ? a : undefined;

@@ -201,9 +201,48 @@ export function condition(
   return list.find((c) => c.type === type);
 }
 
+/**
+ * What a kubelet and the Deployment controller would report once the pod of a Deployment runs
+ * (neither runs on this control plane): its status subresource says one replica of the current
+ * generation is available. No-op while the Deployment does not exist or already says so.
+ */
+export async function markAvailable(cp: ControlPlane, deploymentName: string, ns = NS): Promise<void> {
+  const d = await getOrNone(cp, paths.deployment(deploymentName, ns));
+  if (!d) return;
+  const generation = d.metadata.generation ?? 1;
+  const status = d.status as { observedGeneration?: number; availableReplicas?: number } | undefined;
+  if (status?.observedGeneration === generation && (status.availableReplicas ?? 0) >= 1) return;
+  const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  await api(cp, `${paths.deployment(deploymentName, ns)}/status`, {
+    method: 'PATCH',
+    contentType: 'application/merge-patch+json',
+    body: {
+      status: {
+        observedGeneration: generation,
+        replicas: 1,
+        updatedReplicas: 1,
+        readyReplicas: 1,
+        availableReplicas: 1,
+        conditions: [
+          {
+            type: 'Available',
+            status: 'True',
+            reason: 'MinimumReplicasAvailable',
+            message: 'Deployment has minimum availability.',
+            lastUpdateTime: now,
+            lastTransitionTime: now,
+          },
+        ],
+      },
+    },
+  });
+}
+
+/** Waits for the Share to be Ready (at `generation`), reporting its pod available meanwhile. */
 export async function readyShare(cp: ControlPlane, name: string, generation?: number): Promise<Obj> {
   return await eventually(
     async () => {
+      await markAvailable(cp, `svc-share-${name}`);
       const s = await getOrNone(cp, paths.share(name));
       const ready = condition(s, 'Ready');
       if (ready?.status !== 'True') return undefined;

@@ -23,6 +23,7 @@ import {
   createAccess,
   createShare,
   eventually,
+  markAvailable,
   paths,
   readyShare,
   startCluster,
@@ -234,6 +235,7 @@ describe('the pod specs the operator writes really run', () => {
 
     await createAccess(cp, 'reach-plain', { shareToken: 'plain', bindPort: 18080 });
     await eventually(async () => {
+      await markAvailable(cp, 'svc-access-reach-plain');
       const a = await api(cp, paths.access('reach-plain'));
       return (a.status?.conditions as { type: string; status: string }[] | undefined)?.some(
         (c) => c.type === 'Ready' && c.status === 'True',

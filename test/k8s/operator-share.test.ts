@@ -61,7 +61,7 @@ describe('operator: Share on a real API server', () => {
     });
     expect(condition(share, 'Ready')).toMatchObject({
       status: 'True',
-      reason: 'ChildrenApplied',
+      reason: 'Available',
       observedGeneration: 1,
     });
 

@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { suiteFigures } from '../support/figures.ts';
+import type { ControlPlane } from '../k8s/envtest.ts';
+import {
+  createShare,
+  eventually,
+  readyShare,
+  startCluster,
+  startTestOperator,
+  type TestOperator,
+} from '../k8s/operator-fixture.ts';
+import { startStallProxy, type StallProxy } from '../k8s/stall-proxy.ts';
+
+/**
+ * The operator when its connection to a real kube-apiserver is black-holed (a TCP proxy that
+ * silently stops forwarding, as a partition or a dead load balancer does: no error, no reset).
+ * Every API call has a deadline and every watch an idle deadline, so nothing hangs; `/healthz`
+ * fails while the informers hear nothing (the kubelet would restart the process) and recovers with
+ * the network; a leader that cannot renew steps down within a deadline and exits.
+ */
+const figures = suiteFigures('operator-api-stall');
+let cp: ControlPlane;
+
+beforeAll(async () => {
+  cp = await startCluster();
+}, 180_000);
+
+afterAll(async () => {
+  figures.write();
+  await cp?.stop();
+});
+
+async function healthz(op: TestOperator): Promise<{ status: number; text: string }> {
+  const res = await fetch(`http://127.0.0.1:${op.metricsPort}/healthz`);
+  return { status: res.status, text: await res.text() };
+}
+
+/** Tight deadlines, so the test takes seconds: the same code paths as the defaults (30 s, 5-10 min). */
+const timings = {
+  requestTimeoutMs: 1000,
+  watchTimeoutSeconds: 2,
+  watchStallMs: 6000,
+  watchBackoff: { baseMs: 200, maxMs: 1000 },
+  reconcileBackoff: { baseMs: 200, maxMs: 1000 },
+};
+
+describe('operator with a black-holed API server connection', () => {
+  let proxy: StallProxy;
+  beforeAll(async () => {
+    proxy = await startStallProxy(cp.kubeConfig);
+  });
+  afterAll(async () => {
+    await proxy?.close();
+  });
+
+  it('fails /healthz while no API call gets through, and recovers on its own once the network heals', async () => {
+    const op = await startTestOperator(cp, { kubeConfig: proxy.kubeConfig, ...timings });
+    try {
+      await createShare(cp, 'before', { backendMode: 'proxy', target: 'http://x.default.svc' });
+      await readyShare(cp, 'before', 1);
+      expect(await healthz(op)).toEqual({ status: 200, text: 'ok\n' });
+      const failedBefore = await op.metrics.total('apiRequests', { code: '0' });
+
+      const stalledAt = Date.now();
+      proxy.stall();
+      const wedged = await eventually(
+        async () => {
+          const h = await healthz(op);
+          return h.status === 503 ? h : undefined;
+        },
+        '/healthz failing',
+        30_000,
+      );
+      const detectedMs = Date.now() - stalledAt;
+      expect(wedged.text).toMatch(/^wedged: the \w+ informer has had no answer from the API server for \d+ s\n$/);
+      // The calls and watches ended (timed out, were dropped as idle) instead of hanging.
+      const failed = (await op.metrics.total('apiRequests', { code: '0' })) - failedBefore;
+      expect(failed).toBeGreaterThan(0);
+      await createShare(cp, 'during', { backendMode: 'proxy', target: 'http://y.default.svc' });
+
+      // The partition heals; the stalled connections stay dead, new ones pass.
+      const healedAt = Date.now();
+      proxy.pass();
+      await eventually(async () => (await healthz(op)).status === 200, '/healthz ok again', 30_000);
+      await readyShare(cp, 'during', 1);
+      const recoveredMs = Date.now() - healedAt;
+      expect(op.logs()).toContain('watch failed, retrying');
+      figures.fault({
+        fault: 'Operator API server connection black-holed (no error, no reset), then healed',
+        injections: 1,
+        outcome: `/healthz failed ${(detectedMs / 1000).toFixed(1)} s after the stall (watch stall limit ${timings.watchStallMs / 1000} s; ${failed} calls ended by their deadlines); after healing, /healthz ok and a Share created meanwhile Ready within ${(recoveredMs / 1000).toFixed(1)} s`,
+        lost: 0,
+      });
+    } finally {
+      await op.close();
+    }
+  }, 120_000);
+
+  it('a leader that cannot renew its Lease steps down within the deadline and exits non-zero', async () => {
+    const leader = await startTestOperator(cp, {
+      kubeConfig: proxy.kubeConfig,
+      ...timings,
+      leaderElect: true,
+      leaseDurationMs: 4000,
+      renewDeadlineMs: 2500,
+      retryPeriodMs: 500,
+    });
+    let standby: TestOperator | undefined;
+    try {
+      await eventually(() => Promise.resolve(leader.isLeader() || undefined), 'the first replica leading', 30_000);
+      standby = await startTestOperator(cp, {
+        ...timings,
+        leaderElect: true,
+        leaseDurationMs: 4000,
+        renewDeadlineMs: 2500,
+        retryPeriodMs: 500,
+      });
+
+      const stalledAt = Date.now();
+      proxy.stall();
+      const code = await Promise.race([
+        leader.exited,
+        new Promise<'still running'>((r) => setTimeout(() => r('still running'), 15_000)),
+      ]);
+      const exitMs = Date.now() - stalledAt;
+      expect(code).toBe(1);
+      expect(leader.isLeader()).toBe(false);
+      expect(leader.logs()).toContain('stopped leading: lost the lease');
+      expect(leader.logs()).toMatch(/lost the leader lease: (reconciles stopped|\d+ reconciles still running)/);
+
+      const next = standby;
+      await eventually(() => Promise.resolve(next.isLeader() || undefined), 'the standby leading', 30_000);
+      await createShare(cp, 'after-step-down', { backendMode: 'proxy', target: 'http://z.default.svc' });
+      await readyShare(cp, 'after-step-down', 1);
+      figures.fault({
+        fault: 'Operator leader black-holed from the API server (cannot renew its Lease)',
+        injections: 1,
+        outcome: `stepped down and exited 1 ${(exitMs / 1000).toFixed(1)} s after the stall (renew deadline 2.5 s, step-down deadline 1.5 s); the standby took over and reconciled a new Share`,
+        lost: 0,
+      });
+    } finally {
+      proxy.pass();
+      await leader.close();
+      await standby?.close();
+    }
+  }, 120_000);
+});
