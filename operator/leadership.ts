@@ -6,7 +6,8 @@ import { initialKeys } from './watches.ts';
  * Runs the controllers only while this replica leads and its caches are synced. On becoming
  * leader every reconciler forgets what it remembered (another replica may have written since) and
  * every key it owns is queued once — level-based, so whatever changed meanwhile converges. On
- * losing the lease the queues pause and running reconciles finish before the new leader starts.
+ * losing the lease the queues pause and running reconciles are given until a deadline to finish
+ * (the lease duration left before another replica may lead); the operator then exits.
  */
 export class Leadership {
   private readonly controllers: readonly Controller[];
@@ -40,16 +41,30 @@ export class Leadership {
     void this.activate();
   }
 
-  /** Another replica leads: stop starting reconciles and wait for the running ones. */
-  async stopped(): Promise<void> {
+  /**
+   * Another replica leads: stop starting reconciles and wait for the running ones, at most
+   * `timeoutMs`. Returns whether they all finished in time.
+   */
+  async stopped(timeoutMs?: number): Promise<boolean> {
     this.leading = false;
-    await this.deactivate();
+    return await this.deactivate(timeoutMs);
   }
 
-  /** Stops for good: pauses (leadership unchanged, as seen by isLeading), then drops every queue. */
-  async close(): Promise<void> {
-    await this.deactivate();
-    await Promise.all(this.controllers.map((c) => c.queue.close()));
+  /**
+   * Stops for good: pauses (leadership unchanged, as seen by isLeading), then drops every queue,
+   * waiting at most `timeoutMs` for running reconciles. Returns whether they all finished in time.
+   */
+  async close(timeoutMs?: number): Promise<boolean> {
+    const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+    const left = (): number | undefined => (deadline === undefined ? undefined : Math.max(0, deadline - Date.now()));
+    const paused = await this.deactivate(left());
+    const closed = await Promise.all(this.controllers.map((c) => c.queue.close(left())));
+    return paused && closed.every(Boolean);
+  }
+
+  /** Reconciles running now, over all controllers. */
+  get inFlight(): number {
+    return this.controllers.reduce((n, c) => n + c.queue.activeCount, 0);
   }
 
   private async activate(): Promise<void> {
@@ -68,10 +83,11 @@ export class Leadership {
     for (const c of this.controllers) c.queue.resume();
   }
 
-  private async deactivate(): Promise<void> {
+  private async deactivate(timeoutMs?: number): Promise<boolean> {
     this.activation++;
     this.metrics.leader.set(0);
     for (const c of this.controllers) c.queue.pause();
-    await Promise.all(this.controllers.map((c) => c.queue.idle()));
+    const idle = await Promise.all(this.controllers.map((c) => c.queue.idle(timeoutMs)));
+    return idle.every(Boolean);
   }
 }
