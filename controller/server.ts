@@ -11,6 +11,7 @@ import { isFrontendPath, isRegistryPoll, type FrontendApi } from './frontend-api
 import { MEDIA_TYPE } from '../lib/api-client.ts';
 import type { OpenApi } from './openapi.ts';
 import type { RemotingHub } from './remoting-hub.ts';
+import { storeReadiness } from './readiness.ts';
 import { hashesMatch, parseToken } from './secrets.ts';
 import type { AccountRecord, ControllerStore, EnvironmentRecord } from './store.ts';
 import { environmentOfToken, type EnvironmentOperation } from './tunnel-api.ts';
@@ -79,6 +80,12 @@ export function createApiServer(options: ApiServerOptions): Server {
     if (path === OPENAPI_JSON_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(openapiJson) });
       res.end(req.method === 'HEAD' ? undefined : openapiJson);
+      return;
+    }
+    if (path === '/readyz' && (req.method === 'GET' || req.method === 'HEAD')) {
+      const state = await storeReadiness(options.store);
+      res.writeHead(state.ok ? 200 : 503, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
+      res.end(`${state.detail}\n`);
       return;
     }
     if (answerHealth(req, res, {})) return;

@@ -160,6 +160,9 @@ describe('rendered controller', () => {
     ]);
     const service = find(objs, 'Service', 'svc-controller') as Obj & { spec: { ports: { port: number }[] } };
     expect(service.spec.ports[0]?.port).toBe(80);
+    const probes = pod.containers[0] as Container & Record<string, unknown>;
+    expect(probes?.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'http' } });
+    expect(probes?.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'http' } });
   });
 
   it('passes a server-side dry run', async () => {
@@ -292,6 +295,9 @@ describe('helm install with the controller', () => {
         30_000,
       );
       expect(output).toContain('agent remoting enabled');
+      // The readiness probe's path: the store (the API server, with the pod's own Role) answers.
+      const ready = await fetch(`${new URL(apiUrl).origin}/readyz`);
+      expect([ready.status, await ready.text()]).toEqual([200, 'ok\n']);
       expect(output).toContain(`store:     kubernetes, namespace ${RELEASE_NS}`);
       const account = await run(
         NODE,

@@ -3,8 +3,12 @@
  * embedded file store (controller/store-contract.ts), each store in a fresh namespace, and what
  * lands in the API server (Secrets labelled managed-by svc-controller, hashes only).
  */
+import { readFile } from 'node:fs/promises';
+import { createServer, connect, type Socket } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeControllerStore, RECORD_LABEL } from '../../controller/kube-store.ts';
+import { storeReadiness } from '../../controller/readiness.ts';
 import { publicFrontendTunnel } from '../../controller/public-frontend.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { runStoreContract } from '../contracts/controller-store.ts';
@@ -158,5 +162,47 @@ describe('the share registry over the Kubernetes store (svc controller --store k
     await restarted.removeEnvironment('envk8sregaaa');
     expect(restarted.snapshot()).toMatchObject({ shares: [], revoked: [{ envZId: 'envk8sregaaa' }] });
     expect(await store.listRegistrations()).toEqual([]);
+  });
+});
+
+describe("the controller's readiness (/readyz)", () => {
+  it('is ready while the API server answers, and not once its connection is black-holed', async () => {
+    // A TCP relay to the API server that can stop answering: new connections are accepted and
+    // left silent, open ones are cut (the store's client then has to reconnect into the silence).
+    const apiPort = Number(new URL(cp.server).port);
+    let blackHoled = false;
+    const open = new Set<Socket>();
+    const relay = createServer((client) => {
+      open.add(client);
+      client.on('close', () => open.delete(client));
+      client.on('error', () => client.destroy());
+      if (blackHoled) return;
+      const upstream = connect(apiPort, '127.0.0.1');
+      upstream.on('error', () => client.destroy());
+      client.pipe(upstream).pipe(client);
+      client.on('close', () => upstream.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const address = relay.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(
+      (await readFile(cp.kubeconfigPath, 'utf8')).replace(cp.server, `https://127.0.0.1:${port}`),
+    );
+    const store = await KubeControllerStore.create(kubeConfig, await freshNamespace());
+    stores.push(store);
+    try {
+      expect(await storeReadiness(store, 2_000)).toEqual({ ok: true, detail: 'ok' });
+      blackHoled = true;
+      for (const socket of open) socket.destroy();
+      const down = await storeReadiness(store, 2_000);
+      expect(down.ok).toBe(false);
+      expect(down.detail).toMatch(/^store unreachable: /);
+      blackHoled = false;
+      await expect.poll(async () => (await storeReadiness(store, 2_000)).ok, { timeout: 15_000 }).toBe(true);
+    } finally {
+      for (const socket of open) socket.destroy();
+      await new Promise((resolve) => relay.close(resolve));
+    }
   });
 });
