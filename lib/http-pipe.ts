@@ -3,6 +3,7 @@ import type * as Https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { ShareCookies } from './backend-cookies.ts';
 import { BackendIdleWatch } from './backend-idle.ts';
+import { MAX_RESPONSE_HEAD_BYTES } from './http-limits.ts';
 import { connectionListed, HOP_BY_HOP, withoutListed } from './hop-by-hop.ts';
 import { Agent, request } from './node-http.ts';
 import { pipeUpgrade } from './upgrade-pipe.ts';
@@ -84,6 +85,7 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
         method: req.method,
         path: joinPath(target.pathname, req.url ?? '/'),
         headers: requestHeaders(headers, target.host, HOP_BY_HOP_REQUEST),
+        maxHeaderSize: MAX_RESPONSE_HEAD_BYTES,
       };
       const upstream = target.protocol === 'https:' ? tls.request(sent) : request(sent);
       const watched = idle.add(upstream);
@@ -92,6 +94,14 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
       upstream.on('error', (err) => {
         if (res.headersSent) res.destroy();
         else onError(err);
+      });
+      // A 101 to a request that asked for no upgrade (Node's client only tells of it through
+      // 'upgrade', and without a listener leaves the request hanging; the request has no socket
+      // then, so it emits no error): refused, as the fast path does.
+      upstream.on('upgrade', (_upgraded, socket: Duplex) => {
+        socket.destroy();
+        upstream.destroy();
+        onError(new BackendResponseRefused('a 101 response to a request that asked for no upgrade'));
       });
       upstream.on('response', (upstreamRes) => {
         observeUpstream?.(Number(process.hrtime.bigint() - t0) / 1e9);
@@ -113,7 +123,9 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
         idle.done(watched);
         if (!res.writableFinished) upstream.destroy();
       });
-      if (hasBody(req)) {
+      const readAhead = READ_AHEAD.get(req);
+      if (readAhead) upstream.end(readAhead);
+      else if (hasBody(req)) {
         // A request that fails mid-body (without a body, the visitor's leaving closes `res` above).
         req.on('error', () => upstream.destroy());
         req.pipe(upstream);
@@ -136,6 +148,17 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
       tls.close();
     },
   };
+}
+
+/**
+ * A backend response the frontend does not pass on (answered 502 "Bad gateway"): a 101 to a
+ * request that asked for no upgrade.
+ */
+export class BackendResponseRefused extends Error {
+  constructor(message: string) {
+    super(`backend response refused: ${message}`);
+    this.name = 'BackendResponseRefused';
+  }
 }
 
 /** The target's host as a socket address: an IPv6 literal without its URL brackets. */
@@ -172,10 +195,18 @@ class TlsTransport {
   }
 }
 
-/** A request with a body to stream on (Node's parser has settled Content-Length against Transfer-Encoding). */
-function hasBody(req: IncomingMessage): boolean {
+/** A request with a body to pass on (Node's parser has settled Content-Length against Transfer-Encoding). */
+export function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/** Bodies read whole before the request was passed on (`sendReadAhead`), sent in one piece. */
+const READ_AHEAD = new WeakMap<IncomingMessage, Buffer>();
+
+/** `body`, read whole from `req` already, is what `web` sends the backend instead of piping `req`. */
+export function sendReadAhead(req: IncomingMessage, body: Buffer): void {
+  READ_AHEAD.set(req, body);
 }
 
 /** Nothing dropped: an upgrade's Connection and Upgrade headers are what it asks the backend for. */

@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ShareCookies } from './backend-cookies.ts';
 import { connectionListed, withoutListed } from './hop-by-hop.ts';
+import { MAX_RESPONSE_HEAD_BYTES } from './http-limits.ts';
 import { request } from './node-http.ts';
 
 /** What an upgrade is sent with: where, the backend's headers (Host the target's), and how long the backend may take to answer. */
@@ -35,16 +36,39 @@ export function pipeUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, 
     method: req.method,
     path: target.path,
     headers: target.headers,
+    maxHeaderSize: MAX_RESPONSE_HEAD_BYTES,
   };
   const upstream: ClientRequest = target.secure ? httpsRequest()(options) : request(options);
   upstream.setTimeout(target.timeoutMs, () => upstream.destroy());
   upstream.on('error', () => socket.destroy());
-  // A visitor who goes away (or fails) before the switch ends the backend request too.
+  // A visitor who goes away (or fails) before the switch ends the backend request too. Node's
+  // server leaves an upgraded socket paused, which would hide the visitor's end until the backend
+  // answers: it is read meanwhile, what arrives kept (up to a bound) for after the switch.
   socket.on('error', () => upstream.destroy());
   socket.on('close', () => upstream.destroy());
+  const early: Buffer[] = [];
+  let earlyBytes = 0;
+  const onEarly = (chunk: Buffer): void => {
+    early.push(chunk);
+    earlyBytes += chunk.length;
+    if (earlyBytes > MAX_EARLY_BYTES) socket.pause();
+  };
+  const onEarlyEnd = (): void => void socket.destroy();
+  socket.on('data', onEarly);
+  socket.on('end', onEarlyEnd);
+  socket.resume();
+  const switched = (): void => {
+    socket.removeListener('data', onEarly);
+    socket.removeListener('end', onEarlyEnd);
+  };
   upstream.on('response', (res) => {
     socket.write(statusBlock(res, target.cookies, 'Connection', 'close'));
     res.pipe(socket);
+    // The connection ends with this answer: what the visitor sent after its request (a pipelined
+    // one) is read and dropped, or it would sit unread in front of the visitor's close, and the
+    // socket would never close.
+    switched();
+    socket.resume();
   });
   upstream.on('upgrade', (res, backend: Socket, backendHead: Buffer) => {
     prepare(backend);
@@ -54,13 +78,18 @@ export function pipeUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, 
     backend.on('close', () => socket.destroy());
     socket.on('close', () => backend.destroy());
     backend.on('error', () => socket.destroy());
+    switched();
     socket.write(statusBlock(res, target.cookies));
     if (backendHead.length > 0) socket.write(backendHead);
     if (head.length > 0) backend.write(head);
+    for (const chunk of early) backend.write(chunk);
     backend.pipe(socket).pipe(backend);
   });
   upstream.end();
 }
+
+/** What a visitor may send before the backend has answered its upgrade (a WebSocket client sends nothing). */
+const MAX_EARLY_BYTES = 64 * 1024;
 
 /** No timeout once joined (a quiet WebSocket stays open), no Nagle delay, TCP keep-alive probes. */
 function prepare(stream: Duplex): void {

@@ -44,6 +44,51 @@ export const DEFAULT_FRONTEND_LIMITS: FrontendLimits = {
  */
 export type TakeConnection = (socket: Socket, attach: (socket: Socket) => void, started: () => void) => void;
 
+/**
+ * The per-peer count of open connections: one slot per accepted socket, taken when it is accepted
+ * and given back on that socket's own 'close' (exactly once, keyed by the socket), whatever path
+ * the connection took (fast path, Node's server, an upgrade) and however it ended.
+ */
+export class ConnectionSlots {
+  private readonly perPeer = new Map<string, number>();
+  private readonly holders = new WeakMap<Socket, string>();
+  private total = 0;
+  private readonly onChange: ((total: number) => void) | undefined;
+
+  /** `onChange` is told the total after every change (for a gauge). */
+  constructor(onChange?: (total: number) => void) {
+    this.onChange = onChange;
+  }
+
+  /** Open connections of `peer`, or of every peer. */
+  open(peer?: string): number {
+    return peer === undefined ? this.total : (this.perPeer.get(peer) ?? 0);
+  }
+
+  /** Takes a slot for `socket` unless its peer holds `max`; false when refused. */
+  take(socket: Socket, peer: string, max: number): boolean {
+    const open = this.perPeer.get(peer) ?? 0;
+    if (open >= max) return false;
+    this.perPeer.set(peer, open + 1);
+    this.holders.set(socket, peer);
+    this.total += 1;
+    this.onChange?.(this.total);
+    socket.once('close', () => this.give(socket));
+    return true;
+  }
+
+  private give(socket: Socket): void {
+    const peer = this.holders.get(socket);
+    if (peer === undefined) return;
+    this.holders.delete(socket);
+    this.total -= 1;
+    this.onChange?.(this.total);
+    const left = (this.perPeer.get(peer) ?? 1) - 1;
+    if (left > 0) this.perPeer.set(peer, left);
+    else this.perPeer.delete(peer);
+  }
+}
+
 const REFUSED = 'HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\nretry-after: 5\r\n\r\n';
 
 /**
@@ -57,6 +102,7 @@ export function createLimitedServer(
   limits: FrontendLimits,
   onRefused: (peer: string) => void,
   takeConnection?: TakeConnection,
+  slots: ConnectionSlots = new ConnectionSlots(),
 ): Server {
   // Node checks the headers and request timeouts on this interval; its default (30 s) would let a
   // slow client hold its connection up to 30 s past the timeout.
@@ -70,7 +116,6 @@ export function createLimitedServer(
     connectionsCheckingInterval: checkingIntervalMs,
   });
   server.maxConnections = limits.maxConnections;
-  const perPeer = new Map<string, number>();
   const awaitingFirstRequest = new WeakMap<Socket, NodeJS.Timeout>();
   const started = (socket: Socket): void => {
     clearTimeout(awaitingFirstRequest.get(socket));
@@ -82,8 +127,7 @@ export function createLimitedServer(
   server.removeAllListeners('connection');
   server.on('connection', (socket: Socket) => {
     const peer = socket.remoteAddress ?? '';
-    const open = perPeer.get(peer) ?? 0;
-    if (open >= limits.maxConnectionsPerIp || !attachParser) {
+    if (!attachParser || !slots.take(socket, peer, limits.maxConnectionsPerIp)) {
       onRefused(peer);
       socket.on('error', () => socket.destroy());
       socket.end(REFUSED, () => socket.destroy());
@@ -92,15 +136,19 @@ export function createLimitedServer(
     const attach = (handed: Socket): void => void attachParser.call(server, handed);
     if (takeConnection) takeConnection(socket, attach, () => started(socket));
     else attach(socket);
-    perPeer.set(peer, open + 1);
     // Past Node's own check of a started request, so that one is answered 408 by Node first.
     const deadline = limits.headersTimeoutMs + checkingIntervalMs;
     awaitingFirstRequest.set(socket, setTimeout(() => socket.destroy(), deadline).unref());
+    // Once the frontend has sent its last byte, the connection is the visitor's to close; one that
+    // does not (or whose close is never read) is cut after the headers timeout, so that no path
+    // can keep a socket, and its slot, open for good.
+    let lingering: NodeJS.Timeout | undefined;
+    socket.once('finish', () => {
+      lingering = setTimeout(() => socket.destroy(), limits.headersTimeoutMs).unref();
+    });
     socket.once('close', () => {
+      clearTimeout(lingering);
       started(socket);
-      const left = (perPeer.get(peer) ?? 1) - 1;
-      if (left > 0) perPeer.set(peer, left);
-      else perPeer.delete(peer);
     });
   });
   // The socket's bytes go straight to Node's C++ parser, so the first request is noticed here.

@@ -17,10 +17,12 @@ import { BackendCookies } from '../lib/backend-cookies.ts';
 import { Authenticator } from './auth.ts';
 import { FastPath } from './fast-path/fast-path.ts';
 import { hostnameOf, routableHostname, shareHostNamed, shareHostOf } from './host-routing.ts';
-import { createLimitedServer, DEFAULT_FRONTEND_LIMITS, type FrontendLimits } from './connections.ts';
+import { ConnectionSlots, createLimitedServer, DEFAULT_FRONTEND_LIMITS, type FrontendLimits } from './connections.ts';
 import { FrontendMetrics } from './metrics.ts';
 import { sendPage } from './pages.ts';
 import { ProviderReadiness } from './provider-readiness.ts';
+import { inTurn } from './request-order.ts';
+import { UploadGate } from './upload-gate.ts';
 import { backendHeaders, createShareProxy } from './proxy.ts';
 import type { Session } from './session.ts';
 import type { SharedState } from './shared-state.ts';
@@ -59,6 +61,8 @@ export interface RunningFrontend {
   readonly endpointUrl: URL;
   readonly metricsPort?: number;
   readonly metrics: FrontendMetrics;
+  /** Open client connections of one peer address, or of all (each holds a slot of its address's cap). */
+  openConnections(peer?: string): number;
   close(): Promise<void>;
 }
 
@@ -78,6 +82,7 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
   const limits = { ...DEFAULT_FRONTEND_LIMITS, ...options.limits };
   // Built once the public URL is known (below); no connection can arrive before then.
   const fast: { path?: FastPath } = {};
+  const slots = new ConnectionSlots((total) => metrics.connectionsOpen.set(total));
   const server = createLimitedServer(
     limits,
     (peer) => {
@@ -85,6 +90,7 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
       log.warn({ peer }, 'connection refused: too many open connections from this address');
     },
     (socket, attach, started) => (fast.path ? fast.path.take(socket, attach, started) : attach(socket)),
+    slots,
   );
   await listen(server, options.listen);
   const endpointUrl =
@@ -107,6 +113,7 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
     cookies,
     endpointUrl,
     proxy,
+    uploads: new UploadGate(),
     metrics,
     log,
   };
@@ -181,7 +188,7 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
     sendPage(res, 500, 'Internal error', 'The frontend could not handle this request.');
   };
 
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+  const serve = (req: IncomingMessage, res: ServerResponse): void => {
     let pending: Promise<void> | undefined;
     try {
       pending = handle(req, res);
@@ -190,7 +197,9 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
       return;
     }
     pending?.catch((err: unknown) => failed(res, err));
-  });
+  };
+  // Pipelined requests one at a time (request-order.ts), as the fast path takes them.
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => inTurn(req, res, () => serve(req, res)));
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (!hostnameOf(req)) return rejectUpgrade(socket, 400);
     const routed = shareHostOf(req, routing);
@@ -213,6 +222,7 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
     endpointUrl,
     ...(metricsServer ? { metricsPort: metricsServer.port } : {}),
     metrics,
+    openConnections: (peer) => slots.open(peer),
     async close() {
       readiness.stop();
       fast.path?.close();

@@ -36,6 +36,9 @@ export class FrontendMetrics extends MetricSet {
   /** Connections closed at once because their peer address already held the maximum number. */
   readonly connectionsRefused = this.counter('connections_refused_total', 'Connections refused over the per-peer cap');
 
+  /** Connections open now (each holds one of its peer address's slots, sidecar/connections.ts). */
+  readonly connectionsOpen = this.gauge('connections_open', 'Open client connections');
+
   constructor() {
     super('svc_frontend_');
   }

@@ -8,10 +8,11 @@ import type { Authenticator } from './auth.ts';
 import type { FrontendMetrics } from './metrics.ts';
 import { BACKEND_PAGES, sendPage } from './pages.ts';
 import { BackendTimeout } from '../lib/backend-idle.ts';
-import { applyBackendHeaders, type BackendPipe } from '../lib/http-pipe.ts';
+import { applyBackendHeaders, BackendResponseRefused, type BackendPipe } from '../lib/http-pipe.ts';
 import type { BackendCookies } from '../lib/backend-cookies.ts';
 import { backendHeaders } from './proxy.ts';
 import type { Session } from './session.ts';
+import type { UploadGate } from './upload-gate.ts';
 
 export interface ShareHandlerDeps {
   /** Absent when the frontend has no identity providers: OAuth shares are then refused. */
@@ -21,6 +22,8 @@ export interface ShareHandlerDeps {
   readonly cookies: BackendCookies;
   readonly endpointUrl: URL;
   readonly proxy: BackendPipe;
+  /** When a request with a body may take a backend connection (upload-gate.ts). */
+  readonly uploads: UploadGate;
   readonly metrics: FrontendMetrics;
   readonly log: Logger;
 }
@@ -91,10 +94,13 @@ function proxyToBackend(
       return;
     }
     log.warn({ share: share.token, err: errorText(err) }, 'backend unreachable');
-    const { status, title, message } = BACKEND_PAGES.unreachable;
+    // A response Node's parser refused (HPE_*, a head over the limit among them), or one the pipe refused.
+    const refused = err instanceof BackendResponseRefused || (err as NodeJS.ErrnoException).code?.startsWith('HPE_');
+    const { status, title, message } = refused ? BACKEND_PAGES.refused : BACKEND_PAGES.unreachable;
     sendPage(res, status, title, message);
   };
-  proxy.web(req, res, share.target, headers, onError, setCookie, cookies);
+  const target = share.target;
+  deps.uploads.admit(req, res, share.token, () => proxy.web(req, res, target, headers, onError, setCookie, cookies));
 }
 
 /**
@@ -121,10 +127,16 @@ export function upgradeShare(
   }
 }
 
+/**
+ * Answers `status` and closes the connection. What the visitor sends meanwhile is read and
+ * dropped: left unread (an upgraded socket is paused), it would hold the visitor's close behind it
+ * and the connection, with its slot of the per-address cap, would never close.
+ */
 export function rejectUpgrade(socket: Duplex, status: 400 | 401 | 404 | 408 | 431): void {
-  if (socket.writable)
+  if (socket.writable) {
     socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
-  else socket.destroy();
+    socket.resume();
+  } else socket.destroy();
 }
 
 /** The status for a request Node's parser gave up on: too slow (408), headers too large (431), or malformed (400). */

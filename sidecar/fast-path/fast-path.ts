@@ -144,13 +144,15 @@ class FastConnection implements UpstreamUser {
   private readonly onDrain = (): void => {
     this.exchange?.upstream.socket.resume();
   };
-  private readonly onClose = (): void => this.closed();
-  /** The visitor sent its last byte: answer what is under way, then close, as Node's server does. */
+  private readonly onClose = (): void => this.abandon();
+  /**
+   * The visitor sent its last byte: what it asked for is abandoned (its backend connection closed,
+   * its pipelined requests dropped) and the connection ended, as Node's server does.
+   */
   private readonly onEnd = (): void => {
-    this.clientEnded = true;
-    if (!this.exchange) this.socket.end();
+    this.abandon();
+    this.socket.end();
   };
-  private clientEnded = false;
   private readonly onError = (): void => {
     this.socket.destroy();
   };
@@ -245,10 +247,10 @@ class FastConnection implements UpstreamUser {
     else if (this.exchange || this.handingOff) this.buffered = Buffer.concat([this.buffered, chunk]);
     else if (!this.continueHead(chunk)) return;
     if (this.exchange || this.handingOff) {
-      // Pipelined requests wait for the response in flight, unread: a client that floods is not
-      // read further, and a client's end stays unread behind them, so that a connection handed to
-      // Node's server still has it to see.
-      this.socket.pause();
+      // Pipelined requests wait for the response in flight. The connection is still read (so that
+      // a visitor who leaves is noticed at once, and its backend connection freed) up to a head's
+      // worth: a client that floods is not read further.
+      if (this.buffered.length > MAX_REQUEST_HEAD_BYTES) this.socket.pause();
       return;
     }
     this.next();
@@ -298,7 +300,6 @@ class FastConnection implements UpstreamUser {
     this.path.options.metrics.request('proxied');
     this.path.options.metrics.fastPathRequests.inc();
     this.buffered = end + 4 < buffered.length ? buffered.subarray(end + 4) : undefined;
-    if (this.buffered) this.socket.pause();
     this.send(head, route, upstream, false);
   }
 
@@ -329,7 +330,6 @@ class FastConnection implements UpstreamUser {
       exchange.upstream.socket.destroy();
     }
     if (this.handingOff) this.giveAway();
-    else if (this.clientEnded && !this.buffered) this.socket.end();
     else {
       this.socket.resume();
       this.next();
@@ -380,21 +380,20 @@ class FastConnection implements UpstreamUser {
     socket.removeListener('end', this.onEnd);
     const buffered = this.buffered;
     this.buffered = undefined;
-    if (!socket.readableEnded) {
-      if (buffered) socket.unshift(buffered);
-      this.handOff(socket);
-      process.nextTick(() => socket.resume());
-      return;
-    }
-    // The visitor's end was read while the fast path held the connection: the server gets the
-    // bytes and then the end it would have seen (Node's own 'end' handler only notes a half-close).
+    // The visitor's end cannot have been read: the fast path abandons a connection on its end.
+    if (buffered) socket.unshift(buffered);
     this.handOff(socket);
-    if (buffered) socket.emit('data', buffered);
-    socket.emit('end');
+    process.nextTick(() => socket.resume());
   }
 
-  private closed(): void {
+  /**
+   * The visitor left (closed, reset or ended its side): the connection is no longer served, and
+   * the backend connection of a request in flight is closed at once rather than kept until the
+   * backend answers (a response nobody reads must not go back to the pool).
+   */
+  private abandon(): void {
     this.done = true;
+    this.buffered = undefined;
     const exchange = this.exchange;
     this.exchange = undefined;
     if (exchange) {

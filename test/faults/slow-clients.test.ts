@@ -1,7 +1,8 @@
-import { request as httpRequest } from 'node:http';
-import { connect } from 'node:net';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_FRONTEND_LIMITS } from '../../sidecar/connections.ts';
+import { BODY_BUFFER_BYTES, MAX_STREAMED_BODIES_PER_SHARE } from '../../sidecar/upload-gate.ts';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { suiteFigures } from '../support/figures.ts';
 import { UNREACHABLE_IDP1, startTestFrontend, type TestFrontend } from '../support/frontend.ts';
@@ -143,6 +144,99 @@ describe('slowloris from several addresses with the production limits', () => {
     figures.measure('longest time a slow connection stayed open (ms)', longest);
     figures.measure(
       'other visitors served during the attack',
+      `${statuses.filter((s) => s === 200).length}/${statuses.length}`,
+    );
+  }, 60_000);
+});
+
+describe('trickled uploads do not take the backend connections other visitors need', () => {
+  /** A backend that answers an upload once it has read the whole body, counting the uploads it holds. */
+  let uploads: Server;
+  let uploadsUrl: string;
+  let holding = 0;
+  let mostHeld = 0;
+  let fe: TestFrontend;
+  beforeAll(async () => {
+    uploads = createServer((req, res) => {
+      holding += 1;
+      mostHeld = Math.max(mostHeld, holding);
+      let length = 0;
+      req.on('data', (c: Buffer) => (length += c.length));
+      req.on('close', () => (holding -= 1));
+      req.on('end', () => res.end(`got ${length}`));
+    });
+    await new Promise<void>((r) => uploads.listen(0, '127.0.0.1', r));
+    uploadsUrl = `http://127.0.0.1:${(uploads.address() as AddressInfo).port}`;
+    fe = await startTestFrontend({ providers: [provider], shares: [{ token: 'open', target: uploadsUrl }] });
+  });
+  afterAll(async () => {
+    await fe?.close();
+    uploads?.closeAllConnections();
+    await new Promise((r) => uploads?.close(r));
+  });
+
+  /** An upload declaring `length` bytes and sending one byte per second from `localAddress`. */
+  function trickle(localAddress: string, length: number): Socket {
+    const socket = connect({ port: fe.port, host: '127.0.0.1', localAddress });
+    socket.on('error', () => undefined);
+    socket.write(`POST /upload HTTP/1.1\r\nHost: ${fe.host('open')}\r\nContent-Length: ${length}\r\n\r\n`);
+    const timer = setInterval(() => socket.writable && socket.write('x'), 1_000);
+    socket.on('close', () => clearInterval(timer));
+    return socket;
+  }
+
+  /** A small upload sent at once from another address; its status, 0 when it failed or took over 5 s. */
+  function upload(): Promise<number> {
+    return new Promise((resolve) => {
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port: fe.port,
+          method: 'POST',
+          path: '/form',
+          localAddress: '127.0.0.9',
+          agent: false,
+          headers: { host: fe.host('open'), 'content-type': 'text/plain' },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        },
+      );
+      req.setTimeout(5_000, () => req.destroy());
+      req.on('error', () => resolve(0));
+      req.end('a small form');
+    });
+  }
+
+  it('small trickled bodies are read before the backend is contacted, large ones are bounded per share', async () => {
+    const small = 200;
+    const large = 80;
+    const tricklers: Socket[] = [];
+    const addresses = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'];
+    for (let i = 0; i < small + large; i++) {
+      if (i % 50 === 0) await new Promise((r) => setTimeout(r, 50));
+      tricklers.push(trickle(addresses[i % addresses.length] as string, i < small ? 1_000 : BODY_BUFFER_BYTES * 16));
+    }
+    await new Promise((r) => setTimeout(r, 2_000));
+    const heldByTricklers = mostHeld;
+    const statuses: number[] = [];
+    for (let round = 0; round < 4; round++) {
+      statuses.push(...(await Promise.all([upload(), upload(), visit(fe, '127.0.0.9')])));
+    }
+    for (const socket of tricklers) socket.destroy();
+
+    expect(heldByTricklers).toBeLessThanOrEqual(MAX_STREAMED_BODIES_PER_SHARE);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    figures.fault({
+      fault: `Trickled uploads: ${small} small and ${large} large bodies sent a byte a second to one share`,
+      injections: small + large,
+      outcome: `the backend held ${heldByTricklers} of them (small ones read whole first; large ones at most ${MAX_STREAMED_BODIES_PER_SHARE} per share); ${statuses.filter((s) => s === 200).length}/${statuses.length} other requests to the share served meanwhile`,
+      lost: 0,
+    });
+    figures.measure('backend connections held by 280 trickled uploads', heldByTricklers);
+    figures.measure(
+      'other requests served during the trickled uploads',
       `${statuses.filter((s) => s === 200).length}/${statuses.length}`,
     );
   }, 60_000);

@@ -1,0 +1,87 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { hasBody, sendReadAhead } from '../lib/http-pipe.ts';
+
+/**
+ * A request body up to this size is read whole before the share's backend is contacted, so a
+ * visitor who sends it slowly holds only its own connection (bounded by the per-address cap and the
+ * request timeout), never one of the backend connections the share's other visitors need. It is
+ * the size of one socket's own read buffer in Node, so it adds no new order of memory per connection.
+ */
+export const BODY_BUFFER_BYTES = 64 * 1024;
+
+/**
+ * Larger bodies (or a chunked one not over within the buffer) are streamed on to the backend, at
+ * most this many at once per share, a quarter of the backend connections Node's agent keeps per
+ * backend (lib/http-pipe.ts): slow uploads leave three quarters to the share's other visitors.
+ * Further ones wait, unread, for a turn (their wait counts against the request timeout).
+ */
+export const MAX_STREAMED_BODIES_PER_SHARE = 64;
+
+/**
+ * Decides when a request with a body may take a backend connection (see the two constants): read
+ * whole when small (then sent in one piece, lib/http-pipe.ts `sendReadAhead`), else in turn among
+ * the share's streamed bodies. `go` is called once, or never when the visitor leaves first.
+ */
+export class UploadGate {
+  private readonly streaming = new Map<string, number>();
+  private readonly waiting = new Map<string, (() => void)[]>();
+
+  admit(req: IncomingMessage, res: ServerResponse, share: string, go: () => void): void {
+    if (!hasBody(req)) return go();
+    const declared = Number(req.headers['content-length'] ?? Number.NaN);
+    if (declared > BODY_BUFFER_BYTES) return this.stream(res, share, go);
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const onData = (chunk: Buffer): void => {
+      chunks.push(chunk);
+      length += chunk.length;
+      if (length <= BODY_BUFFER_BYTES) return;
+      // A chunked body longer than the buffer: streamed from here, what was read put back first.
+      req.removeListener('data', onData);
+      req.removeListener('end', onEnd);
+      req.pause();
+      req.unshift(Buffer.concat(chunks, length));
+      this.stream(res, share, go);
+    };
+    const onEnd = (): void => {
+      sendReadAhead(req, Buffer.concat(chunks, length));
+      go();
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+  }
+
+  /** Bodies being streamed to `share`'s backend now. */
+  streamed(share: string): number {
+    return this.streaming.get(share) ?? 0;
+  }
+
+  private stream(res: ServerResponse, share: string, go: () => void): void {
+    const start = (): void => {
+      this.streaming.set(share, this.streamed(share) + 1);
+      res.once('close', () => this.release(share));
+      go();
+    };
+    if (this.streamed(share) < MAX_STREAMED_BODIES_PER_SHARE) return start();
+    const queue = this.waiting.get(share) ?? [];
+    const turn = (): void => {
+      if (!res.destroyed && !res.writableEnded) start();
+      else this.release(share, false);
+    };
+    queue.push(turn);
+    this.waiting.set(share, queue);
+  }
+
+  /** A streamed body is done (`held`), or a waiting request left: the next waiting one starts. */
+  private release(share: string, held = true): void {
+    if (held) {
+      const left = this.streamed(share) - 1;
+      if (left > 0) this.streaming.set(share, left);
+      else this.streaming.delete(share);
+    }
+    const queue = this.waiting.get(share);
+    const next = queue?.shift();
+    if (queue && queue.length === 0) this.waiting.delete(share);
+    next?.();
+  }
+}
