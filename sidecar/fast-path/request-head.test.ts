@@ -66,6 +66,12 @@ describe('parseRequestHead', () => {
     const large = head(['GET / HTTP/1.1', 'Host: a', `X-Large: ${'a'.repeat(MAX_REQUEST_HEAD_BYTES)}`]);
     expect(parseRequestHead(large, SOCKET)).toBeUndefined();
   });
+
+  it('leaves to Node a head of more header lines than Node’s server allows (1000), however short', () => {
+    const lines = (n: number) => Array.from({ length: n }, (_, i) => `x${i.toString(36)}:`);
+    expect(parseRequestHead(head(['GET / HTTP/1.1', 'Host: a', ...lines(999)]), SOCKET)).toBeDefined();
+    expect(parseRequestHead(head(['GET / HTTP/1.1', 'Host: a', ...lines(1000)]), SOCKET)).toBeUndefined();
+  });
 });
 
 describe('trimOws', () => {

@@ -104,11 +104,36 @@ describe('ResponseFramer', () => {
     ['a malformed status line', 'HTTP/2 200 OK\r\n\r\n'],
     ['a chunk size that is not hex', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n'],
     ['chunk data longer than its size', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n'],
+    ['whitespace after a chunk size', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3 ;a\r\nabc\r\n'],
+    ['an unterminated quoted chunk extension', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;a="b\r\nc\r\n'],
+    [
+      'Content-Length in the trailers',
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 5\r\n\r\n',
+    ],
+    ['`chunked` followed by a tab', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\t\r\n\r\n'],
+    ['`chunked` before another coding', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n'],
+    ['a transfer coding with a parameter', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked;q=1\r\n\r\n'],
+    ['more than 1000 header lines', `HTTP/1.1 200 OK\r\n${'x: 1\r\n'.repeat(1001)}\r\n`],
   ])('refuses %s', (_, response) => {
     expect(() => frame([response])).toThrow(BackendProtocolError);
   });
 
-  it('refuses a head larger than 64 KiB, even in small reads', () => {
+  it('takes chunk extensions with token and quoted values, and codings before chunked', () => {
+    const body = '3;a=b;c="d \\" e";f\r\nabc\r\n0\r\n\r\n';
+    expect(frame([`HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip ,  chunked \r\n\r\n${body}`]).done).toBe(true);
+  });
+
+  it('closes the backend connection where Node does: `close` over `keep-alive`, a HEAD answer without a length', () => {
+    const both = frame(['HTTP/1.1 200 OK\r\nConnection: close\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n']);
+    expect(both.framer.headParsed?.closes).toBe(true);
+    expect(frame(['HTTP/1.1 200 OK\r\n\r\n'], true).framer.headParsed).toEqual({ status: 200, closes: true });
+    expect(frame(['HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n'], true).framer.headParsed?.closes).toBe(false);
+    expect(
+      frame(['HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n']).framer.headParsed?.closes,
+    ).toBe(false);
+  });
+
+  it('refuses a head larger than 16 KiB (Node’s limit), even in small reads', () => {
     const framer = new ResponseFramer(false);
     const line = `X-Filler: ${'a'.repeat(1000)}\r\n`;
     expect(() => {
