@@ -2,10 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { cookieValue, withoutOwnCookies } from './cookies.ts';
 
 describe('cookieValue', () => {
-  it('finds a cookie among others, trimmed, the first occurrence winning', () => {
+  it('finds a cookie among others, trimmed', () => {
     expect(cookieValue('a=1; svc=sealed ; b=2', 'svc')).toBe('sealed');
-    expect(cookieValue('svc=first; svc=second', 'svc')).toBe('first');
     expect(cookieValue('svc=a=b', 'svc')).toBe('a=b');
+    expect(cookieValue('svc=sealed; svc-login=x; a=svc', 'svc')).toBe('sealed');
+  });
+
+  it('trusts no copy of a cookie sent twice (one of them was not set by the frontend)', () => {
+    expect(cookieValue('svc=first; svc=second', 'svc')).toBeUndefined();
+    expect(cookieValue('a=1; svc=tossed; b=2; svc = own', 'svc')).toBeUndefined();
+    expect(cookieValue('svc=x;svc=x', 'svc')).toBeUndefined();
   });
 
   it('matches whole names only and skips parts without a name or value', () => {

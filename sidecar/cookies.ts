@@ -11,20 +11,30 @@ export interface CookieOptions {
 export const MAX_COOKIE_BYTES = 4000;
 
 /**
- * The value of the first cookie named `name` (first occurrence wins, as in browsers'
- * most-specific-first ordering), found without splitting the whole header: this runs per request.
+ * The value of the cookie named `name`, found without splitting the whole header (this runs per
+ * request); undefined when there is none, or more than one. The frontend sets each of its cookies
+ * once (one Domain, `Path=/`), so a second cookie of the same name was written by someone else:
+ * script on a share's page can write `<name>=…; domain=<cookie domain>; path=/some/path`, which the
+ * browser then sends before the frontend's own on that path (longer paths first). Neither copy is
+ * trusted then: taking the first would let a share's page choose the visitor's session elsewhere.
  */
 export function cookieValue(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
+  let found: string | undefined;
   let start = 0;
   while (start < header.length) {
     let end = header.indexOf(';', start);
     if (end === -1) end = header.length;
     const eq = header.indexOf('=', start);
-    if (eq > start && eq < end && header.slice(start, eq).trim() === name) return header.slice(eq + 1, end).trim();
+    if (eq > start && eq < end && header.slice(start, eq).trim() === name) {
+      if (found !== undefined) return undefined;
+      found = header.slice(eq + 1, end).trim();
+      // The common header names the cookie once: nothing further to read.
+      if (header.indexOf(name, end) === -1) return found;
+    }
     start = end + 1;
   }
-  return undefined;
+  return found;
 }
 
 /** HttpOnly and SameSite=Lax always; Secure whenever the public endpoint is https. */

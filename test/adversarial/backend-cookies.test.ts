@@ -58,9 +58,12 @@ async function startRawBackend(respond: (head: string) => string): Promise<RawBa
         if (buffered.length < end + 4 + length) return;
         buffered = buffered.slice(end + 4 + length);
         heads.push(head);
-        const body = 'ok';
+        // An answer starting with `BODY:` is the page itself, served as HTML without extra headers.
+        const answer = respond(head);
+        const page = answer.startsWith('BODY:');
+        const body = page ? answer.slice(5) : 'ok';
         socket.write(
-          `HTTP/1.1 ${/\r\nupgrade:/i.test(head) ? '400 No' : '200 OK'}\r\n${respond(head)}Content-Type: text/html\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+          `HTTP/1.1 ${/\r\nupgrade:/i.test(head) ? '400 No' : '200 OK'}\r\n${page ? '' : answer}Content-Type: text/html\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
           'latin1',
         );
       }
@@ -436,7 +439,7 @@ describe('headers a sender names in its own Connection header', () => {
 
 const endToEnd = figures.attackClass(
   'Cookie tossing end to end in Chromium: alice on share B visits the attacker\u2019s share',
-  'B saw alice as the attacker, and the attacker could log her out; now B sees alice',
+  'B saw alice as the attacker (a Set-Cookie, or a cookie its page\u2019s script wrote for a longer path) and the attacker could log her out; now B sees alice',
 );
 
 describe('the measured attack, in a real browser', () => {
@@ -476,13 +479,34 @@ describe('the measured attack, in a real browser', () => {
         });
       }
       await endToEnd.run(async () => {
+        // Script on the attacker's page writes the cookie itself, for a longer path than the
+        // frontend's (HttpOnly keeps it from replacing that one): Chromium then sends both on that
+        // path, the script's first. The frontend trusts neither copy, so B never sees mallory.
+        const shadow = `svc-auth-session=${mallory}; domain=${DOMAIN}; path=/whoami`;
+        browserAnswer = () => `BODY:<script>document.cookie = ${JSON.stringify(shadow)}</script>`;
+        await page.goto(`http://${fe.host('evil')}/script`);
+        const seen = echo.seen.length;
+        await emailOnB().catch(() => undefined);
+        const emails = echo.seen.slice(seen).map((r) => r.headers['svc-auth-email']);
+        expect(emails).not.toContain('mallory@example.com');
+        browserAnswer = () => undefined;
+        // That path is lost to alice until the script's cookie expires (the attacker can deny
+        // service on a shared domain in any case); every other path still serves her as herself.
+        const other = await browser.context.newPage();
+        const root = await other.goto(`http://${fe.host('b')}/`);
+        expect(JSON.parse((await root?.text()) ?? '{}')).toMatchObject({
+          headers: { 'svc-auth-email': 'alice@example.com' },
+        });
+      });
+      await endToEnd.run(async () => {
         // The attacker's backend still keeps a cookie of its own, host-only.
         browserAnswer = () => `Set-Cookie: pref=dark; Domain=${DOMAIN}; Path=/\r\n`;
-        await page.goto(`http://${fe.host('evil')}/pref`);
+        const tab = await browser.context.newPage();
+        await tab.goto(`http://${fe.host('evil')}/pref`);
         const pref = (await browser.context.cookies()).filter((c) => c.name === 'pref');
         expect(pref.map((c) => c.domain)).toEqual([`evil.${DOMAIN}`]);
         browserAnswer = () => undefined;
-        await page.goto(`http://${fe.host('b')}/whoami`);
+        await tab.goto(`http://${fe.host('b')}/`);
         expect(echo.seen.at(-1)?.headers.cookie ?? '').not.toContain('pref=');
       });
     } finally {
