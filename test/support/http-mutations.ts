@@ -516,6 +516,8 @@ export const responses: fc.Arbitrary<GeneratedResponse> = fc.oneof(
           ', close',
           'upgrade',
           'te, close',
+          'content-length',
+          'transfer-encoding, keep-alive',
         ),
         { maxLength: 2 },
       ),
