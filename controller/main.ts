@@ -12,6 +12,7 @@ import {
   type StoreChoice,
 } from './config.ts';
 import { ControllerFileStore } from './file-store.ts';
+import { StoreLiveness } from './liveness.ts';
 import { FrontendApi } from './frontend-api.ts';
 import { publicFrontendTunnel } from './public-frontend.ts';
 import { openApi } from './openapi.ts';
@@ -28,6 +29,8 @@ export interface ControllerOptions {
   readonly store?: ControllerStore;
   readonly dataDir?: string;
   readonly logger: Logger;
+  /** `/healthz` fails when the store answered nothing for this long while asked (controller/liveness.ts). */
+  readonly storeStallMs?: number;
   /** The share registry and what agents are told about their tunnel, when a frontend serves tunnels. */
   readonly tunnel?: {
     readonly registry: ShareRegistry;
@@ -52,7 +55,11 @@ export interface RunningController {
  */
 export async function startController(options: ControllerOptions): Promise<RunningController> {
   const { logger, settings } = options;
-  const store = options.store ?? new ControllerFileStore(options.dataDir ?? resolveDataDir());
+  const liveness = new StoreLiveness(
+    options.store ?? new ControllerFileStore(options.dataDir ?? resolveDataDir()),
+    options.storeStallMs,
+  );
+  const { store } = liveness;
   const hub = options.agentController
     ? new RemotingHub({ store, identity: options.agentController.identity, logger, timeoutMs: settings.agentTimeoutMs })
     : undefined;
@@ -73,6 +80,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }),
     environmentOperations: tunnelOperations(options.tunnel),
     maxBodyBytes: settings.maxBodyBytes,
+    live: liveness.live,
     ...(hub ? { hub } : {}),
     ...(frontendApi ? { frontendApi } : {}),
     ...(options.tunnel?.onUpgrade ? { onUpgrade: options.tunnel.onUpgrade } : {}),

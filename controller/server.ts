@@ -2,7 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { REMOTING_PATH } from '../lib/remoting/protocol.ts';
 import { errorText, problemText } from '../lib/errors.ts';
-import { answerHealth } from '../lib/health.ts';
+import { answerHealth, type Readiness } from '../lib/health.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createServer } from '../lib/node-http.ts';
 import { notConfigured, type Body, type Operation } from './api.ts';
@@ -32,6 +32,8 @@ export interface ApiServerOptions {
   readonly frontendApi?: FrontendApi;
   /** Takes other upgrades on the API listener (the installation's tunnel endpoint); true when it did. */
   readonly onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+  /** `/healthz`: fails while the controller is wedged (controller/liveness.ts); always ok without it. */
+  readonly live?: () => Readiness;
 }
 
 /**
@@ -88,7 +90,7 @@ export function createApiServer(options: ApiServerOptions): Server {
       res.end(`${state.detail}\n`);
       return;
     }
-    if (answerHealth(req, res, {})) return;
+    if (answerHealth(req, res, options.live ? { live: options.live } : {})) return;
     if (isFrontendPath(path)) {
       if (!options.frontendApi) {
         throw apiError('tunnel_not_offered', 'this controller runs without a public_frontend section: no frontend API');

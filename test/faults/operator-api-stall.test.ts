@@ -1,4 +1,10 @@
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeControllerStore } from '../../controller/kube-store.ts';
+import { startController } from '../../controller/main.ts';
+import { newSecretToken } from '../../controller/secrets.ts';
+import { KubeClient } from '../../lib/kube/client.ts';
+import { createLogger } from '../../lib/logger.ts';
 import { suiteFigures } from '../support/figures.ts';
 import type { ControlPlane } from '../k8s/envtest.ts';
 import {
@@ -16,7 +22,8 @@ import { startStallProxy, type StallProxy } from '../k8s/stall-proxy.ts';
  * silently stops forwarding, as a partition or a dead load balancer does: no error, no reset).
  * Every API call has a deadline and every watch an idle deadline, so nothing hangs; `/healthz`
  * fails while the informers hear nothing (the kubelet would restart the process) and recovers with
- * the network; a leader that cannot renew steps down within a deadline and exits.
+ * the network; a leader that cannot renew steps down within a deadline and exits. The controller
+ * (Kubernetes store) likewise fails `/healthz` while its store answers nothing.
  */
 const figures = suiteFigures('operator-api-stall');
 let cp: ControlPlane;
@@ -144,4 +151,75 @@ describe('operator with a black-holed API server connection', () => {
       await standby?.close();
     }
   }, 120_000);
+});
+
+describe('controller with a black-holed API server connection', () => {
+  it('fails /healthz while its store answers nothing, and recovers once the network heals', async () => {
+    const proxy = await startStallProxy(cp.kubeConfig);
+    const client = await KubeClient.create(proxy.kubeConfig, () => {}, { requestTimeoutMs: 1000 });
+    const quiet = createLogger('controller', {
+      level: 'error',
+      destination: new Writable({ write: (_c, _e, cb) => cb() }),
+    });
+    const controller = await startController({
+      settings: { listen: { host: '127.0.0.1', port: 0 }, maxBodyBytes: 64 * 1024, agentTimeoutMs: 5000 },
+      store: KubeControllerStore.over(client, 'default'),
+      storeStallMs: 3000,
+      logger: quiet,
+    });
+    const probe = async (path: string): Promise<{ status: number; text: string }> => {
+      const res = await fetch(`http://127.0.0.1:${controller.port}${path}`);
+      return { status: res.status, text: await res.text() };
+    };
+    // An API request whose account token the controller looks up in its store (a 401 once answered).
+    const { token } = newSecretToken('svca');
+    const apiCall = async (): Promise<number> => {
+      const res = await fetch(`http://127.0.0.1:${controller.port}/api/v1/environment/disable`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/svc.v1+json', 'x-token': token },
+        body: '{}',
+      });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    try {
+      expect(await apiCall()).toBe(401);
+      expect(await probe('/healthz')).toEqual({ status: 200, text: 'ok\n' });
+
+      const stalledAt = Date.now();
+      proxy.stall();
+      // Requests keep asking the store (they fail at the client's deadline instead of hanging).
+      const wedged = await eventually(
+        async () => {
+          expect(await apiCall()).toBeGreaterThanOrEqual(500);
+          const h = await probe('/healthz');
+          return h.status === 503 ? h : undefined;
+        },
+        'controller /healthz failing',
+        30_000,
+      );
+      const detectedMs = Date.now() - stalledAt;
+      expect(wedged.text).toMatch(/^wedged: the store answered none of \d+ calls for \d+ s \(\d+ still waiting\)\n$/);
+
+      proxy.pass();
+      await eventually(
+        async () => {
+          await apiCall();
+          return (await probe('/healthz')).status === 200;
+        },
+        'controller /healthz ok again',
+        30_000,
+      );
+      figures.fault({
+        fault: 'Controller (Kubernetes store) API server connection black-holed, then healed',
+        injections: 1,
+        outcome: `/healthz failed ${(detectedMs / 1000).toFixed(1)} s after the stall (store stall limit 3 s, calls bounded by a 1 s deadline) and recovered once the network healed`,
+        lost: 0,
+      });
+    } finally {
+      await controller.close();
+      client.close();
+      await proxy.close();
+    }
+  }, 90_000);
 });
