@@ -216,16 +216,18 @@ describe('the fast path', () => {
     expect(await fastPathCount()).toBe(before + 1);
   });
 
-  it('answers what it took and closes when a visitor half-closes behind a request it hands over', async () => {
+  it('abandons what a visitor asked for and closes when it half-closes, as Node’s server does', async () => {
     const host = fe.host('open');
     const bytes =
       `GET /first HTTP/1.1\r\nHost: ${host}\r\n\r\n` +
       `POST /second HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 2\r\n\r\nhi`;
     const text = await untilClosed(fe.port, bytes, true);
-    // Node's server ends a connection whose visitor half-closed (its httpAllowHalfOpen is off), so the
-    // POST handed to it is not answered; the GET before it is, and the connection does not hang.
-    expect(text).toContain('{"method":"GET","url":"/first"}');
-    expect(text.match(/^HTTP\/1\.1 /gm)).toHaveLength(1);
+    // Node's server ends a connection whose visitor half-closed (its httpAllowHalfOpen is off)
+    // without answering; the fast path does the same, so a visitor who hung up frees its backend
+    // connection at once (an answer the backend sent before the end was read may still go out).
+    // Either way the POST is not answered and the connection does not hang.
+    expect(text.match(/^HTTP\/1\.1 /gm)?.length ?? 0).toBeLessThanOrEqual(1);
+    expect(text).not.toContain('/second');
   });
 
   it('takes a head that arrives a byte per write, its end split across writes', async () => {
