@@ -15,7 +15,8 @@ export const DEFAULT_STORE_STALL_MS = 5 * 60_000;
 export class StoreLiveness {
   readonly store: ControllerStore;
   private readonly stallMs: number;
-  private lastAnswer = Date.now();
+  /** The last answer, or the first call after a quiet spell: the start of the current silence. */
+  private silentSince = Date.now();
   private pending = 0;
   private askedSinceAnswer = 0;
 
@@ -28,6 +29,7 @@ export class StoreLiveness {
         return (...args: unknown[]) => {
           const result = (value as (...a: unknown[]) => unknown).apply(target, args);
           if (!(result instanceof Promise)) return result;
+          if (this.askedSinceAnswer === 0) this.silentSince = Date.now();
           this.pending++;
           this.askedSinceAnswer++;
           return result.then(
@@ -47,7 +49,7 @@ export class StoreLiveness {
 
   /** The `/healthz` verdict now. */
   readonly live = (): Readiness => {
-    const silentMs = Date.now() - this.lastAnswer;
+    const silentMs = Date.now() - this.silentSince;
     if (this.askedSinceAnswer === 0 || silentMs <= this.stallMs) return { ok: true, detail: 'ok' };
     return {
       ok: false,
@@ -58,7 +60,7 @@ export class StoreLiveness {
   private settled(answered: boolean): void {
     this.pending--;
     if (!answered) return;
-    this.lastAnswer = Date.now();
+    this.silentSince = Date.now();
     this.askedSinceAnswer = 0;
   }
 }
