@@ -1,7 +1,7 @@
 import { chmodSync, unlinkSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
-import { SvcError, badInput, errorText } from '../lib/errors.ts';
+import { SvcError, badInput } from '../lib/errors.ts';
 import { createServer } from '../lib/node-http.ts';
 import type { Logger } from '../lib/logger.ts';
 import { CLI_SHARE_FIELDS } from '../lib/share/surfaces.ts';
@@ -80,7 +80,7 @@ export async function startLocalApi(agent: Agent, path: string, logger: Logger):
       .catch((err: unknown) => {
         if (err instanceof SvcError && err.status < 500)
           return respond(err.status, { error: err.message, code: err.code });
-        logger.error({ err: errorText(err), route: `${req.method} ${url}` }, 'local API request failed');
+        logger.error({ err, route: `${req.method} ${url}` }, 'local API request failed');
         respond(500, { error: err instanceof SvcError ? err.message : 'internal error', code: 'internal' });
       });
   });
