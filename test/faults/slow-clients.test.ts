@@ -209,6 +209,29 @@ describe('trickled uploads do not take the backend connections other visitors ne
     });
   }
 
+  it('bodies arrive whole whichever way they go: read ahead, chunked past the buffer, streamed', async () => {
+    const send = (chunks: Buffer[], headers: Record<string, string>): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const req = httpRequest(
+          { host: '127.0.0.1', port: fe.port, method: 'POST', path: '/whole', agent: false, headers },
+          (res) => {
+            let text = '';
+            res.on('data', (c: Buffer) => (text += c.toString()));
+            res.on('end', () => resolve(text));
+          },
+        );
+        req.on('error', reject);
+        for (const chunk of chunks) req.write(chunk);
+        req.end();
+      });
+    const host = fe.host('open');
+    const piece = Buffer.alloc(40 * 1024, 'y');
+    expect(await send([piece], { host, 'content-length': String(piece.length) })).toBe(`got ${piece.length}`);
+    expect(await send([piece, piece, piece], { host, 'transfer-encoding': 'chunked' })).toBe(`got ${3 * piece.length}`);
+    const large = Array.from({ length: 8 }, () => piece);
+    expect(await send(large, { host, 'content-length': String(8 * piece.length) })).toBe(`got ${8 * piece.length}`);
+  });
+
   it('small trickled bodies are read before the backend is contacted, large ones are bounded per share', async () => {
     const small = 200;
     const large = 80;
