@@ -9,8 +9,8 @@
  * the class and `[!...]` one character outside it, `\` makes the next character literal; everything
  * else is literal (`.`, `-`, `+`, `(`, `|`, `$`, `/` and any Unicode character mean themselves).
  * Characters are Unicode code points. In a class, `a-z` is a range (`-` first or last is literal),
- * a `]` right after `[` or `[!` is a member, and `\` is an ordinary member. A class character
- * matches when it or its other ASCII case is in the class as written.
+ * a `]` right after `[` or `[!` is a member, `\` is an ordinary member, and a reversed range
+ * (`z-a`) is an error. A class character matches when it or its other ASCII case is in the class.
  *
  * Matching uses no regular expression (a glob from any account must not be able to backtrack
  * exponentially and stall the event loop): the classic wildcard matcher, which on a mismatch
@@ -18,6 +18,8 @@
  * everything an earlier one could) and takes at most (address length + 1) × (pattern tokens + 1)
  * steps, linear in the address for a bounded pattern: with the bounds below and the 254-character
  * address limit, at most 255 × 321 steps, whatever the pattern (docs/security.md has the time).
+ * A DFA or a bit-parallel NFA would drop the pattern factor, but over Unicode classes it needs
+ * tables per character or per class; with the pattern bounded, this one stays simple and small.
  */
 export interface EmailGlob {
   readonly source: string;
