@@ -60,6 +60,11 @@ async function startRawBackend(respond: (head: string) => string): Promise<RawBa
         heads.push(head);
         // An answer starting with `BODY:` is the page itself, served as HTML without extra headers.
         const answer = respond(head);
+        // `SWITCH:` answers an upgrade with a 101 carrying these header lines, then goes quiet.
+        if (answer.startsWith('SWITCH:')) {
+          socket.write(`HTTP/1.1 101 Switching Protocols\r\n${answer.slice(7)}\r\n`, 'latin1');
+          return;
+        }
         const page = answer.startsWith('BODY:');
         const body = page ? answer.slice(5) : 'ok';
         socket.write(
@@ -395,6 +400,43 @@ const connectionNamed = figures.attackClass(
   'Headers named in Connection relayed (RFC 9110 §7.6.1), responses and requests, every path',
   'the named headers were relayed both ways; now removed by one rule (lib/hop-by-hop.ts)',
 );
+
+describe('a backend switching protocols', () => {
+  it("passes neither the frontend's cookies, nor a whole-domain Domain, nor Connection-named headers with its 101", async () => {
+    cases.push(
+      'SWITCH:Upgrade: websocket\r\nConnection: Upgrade, X-Secret\r\nX-Secret: 1\r\n' +
+        `Set-Cookie: svc-auth-session=x; Domain=${DOMAIN}\r\nSet-Cookie: pref=1; Domain=${DOMAIN}\r\n`,
+    );
+    const path = `/case/${cases.length - 1}`;
+    for (const token of ['evil', 'evilauth']) {
+      await ownCookies.run(async () => {
+        const headers = await new Promise<IncomingHttpHeaders>((resolve, reject) => {
+          const req = httpRequest({
+            host: '127.0.0.1',
+            port: fe.port,
+            path,
+            headers: {
+              host: fe.host(token),
+              connection: 'Upgrade',
+              upgrade: 'websocket',
+              ...(token === 'evilauth' ? { cookie: session } : {}),
+            },
+          });
+          req.on('upgrade', (res, socket) => {
+            socket.destroy();
+            resolve(res.headers);
+          });
+          req.on('response', (res) => reject(new Error(`${token}: answered ${res.statusCode ?? 0}, not 101`)));
+          req.on('error', reject);
+          req.end();
+        });
+        expect(headers['set-cookie'], token).toEqual(['pref=1']);
+        expect(headers['x-secret'], token).toBeUndefined();
+        expect(headers.upgrade, token).toBe('websocket');
+      });
+    }
+  });
+});
 
 describe('headers a sender names in its own Connection header', () => {
   it('are removed from responses, before or after the Connection line, on every path', async () => {
