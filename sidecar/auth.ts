@@ -12,7 +12,14 @@ import { redirect, sendPage } from './pages.ts';
 import { createProviders } from './providers/index.ts';
 import { failureOf, ProviderError, type Provider } from './providers/types.ts';
 import { allowedRedirect, shareUrl } from './redirects.ts';
-import { createSealer } from './seal.ts';
+import { remoteRenewer, type RenewOutcome, type RenewService } from './auth-service.ts';
+import {
+  credentialMatches,
+  deriveShareCredential,
+  installationKeyRing,
+  shareKeyRing,
+  type KeyRing,
+} from './share-keys.ts';
 import { localSharedState, type SharedState } from './shared-state.ts';
 import { sessionCookies, type Session, type SessionCookies } from './session.ts';
 import type { ShareSource } from '../lib/share/source.ts';
@@ -37,8 +44,13 @@ function isDue(session: Session, oauth: NonNullable<ShareRoute['oauth']>, now: n
  * The OAuth side of the frontend (seed "OAuth identity flow"): decides access to OAuth shares,
  * starts logins, completes callbacks and handles logout. Stateless apart from the replay guard:
  * sessions live in sealed cookies, so any replica with the same keys can serve any request.
+ *
+ * With the installation's keys (the auth endpoint, `svc serve`) it derives every share's keys and
+ * does everything itself; it also answers share pods' renew calls (RenewService). In a share pod
+ * (`oauth.auth_service`) it holds its share's keys only and no client secret: it starts logins and
+ * checks sessions, and asks the auth endpoint to renew a session at its re-check.
  */
-export class Authenticator {
+export class Authenticator implements RenewService {
   readonly providers: Map<string, Provider>;
   readonly sessions: SessionCookies;
   private readonly logins: LoginStates;
@@ -49,6 +61,9 @@ export class Authenticator {
   private readonly clock: Clock;
   /** The replay guard and the sessions logged out, shared by every worker process (sidecar/shared-state.ts). */
   private readonly shared: SharedState;
+  private readonly keys: KeyRing;
+  /** How a due session is renewed: here with the provider, or by the auth endpoint (share pod). */
+  private readonly renewer: (session: Session, share: ShareRoute) => Promise<RenewOutcome>;
 
   constructor(
     config: OAuthConfig,
@@ -65,11 +80,20 @@ export class Authenticator {
     this.log = log;
     this.clock = clock;
     this.providers = createProviders(config.providers, clock);
-    const sealer = createSealer(config.signingKey, config.encryptionKey, clock);
+    const keys = { signingKey: config.signingKey, encryptionKey: config.encryptionKey };
+    if (config.authService) {
+      // A share pod's keys are its share's: usable only for the share it serves (its one share).
+      this.keys = shareKeyRing(keys, (share) => shares().lookup(share.token)?.instance === share.instance, clock);
+    } else {
+      this.keys = installationKeyRing(keys, clock);
+    }
     const cookieOptions = { domain: config.cookieDomain, secure: config.endpointUrl.protocol === 'https:' };
-    this.sessions = sessionCookies(sealer, config.cookieName, cookieOptions, clock);
+    this.sessions = sessionCookies(this.keys, config.cookieName, cookieOptions, clock);
+    this.renewer = config.authService
+      ? remoteRenewer(config.authService, this.sessions)
+      : (session, share) => this.renewHere(session, share);
     this.logins = new LoginStates(
-      sealer,
+      this.keys,
       config.cookieName,
       config.intermediateLifetimeMs,
       cookieOptions,
@@ -110,14 +134,13 @@ export class Authenticator {
       sendPage(res, 500, 'Share misconfigured', 'This share names an identity provider the frontend does not have.');
       return 'handled';
     }
-    const jar = this.sessionsOf(req);
-    const session = jar.find((s) => madeFor(s, share, provider.name));
+    const session = this.sessionFor(req, share, share.oauth);
     if (session) {
       if (!isDue(session, share.oauth, this.clock.now())) {
         const refused = sessionRefusal(session.email, share.oauth);
         if (!refused) return { session };
       } else if (provider.canRefresh(session.tokens)) {
-        const renewed = await this.refresh(provider, session, share, jar);
+        const renewed = await this.refresh(provider, session, share, req.headers.cookie);
         if (renewed) return renewed;
       } else {
         this.metrics.refreshes.inc({ provider: provider.name, result: 'login_required' });
@@ -141,14 +164,40 @@ export class Authenticator {
     provider: Provider,
     session: Session,
     share: ShareRoute & { oauth: NonNullable<ShareRoute['oauth']> },
-    jar: readonly Session[],
+    cookieHeader: string | undefined,
   ): Promise<AccessDecision | undefined> {
+    const outcome = await this.renewer(session, share);
+    if (outcome.result === 'refreshed') {
+      this.metrics.refreshes.inc({ provider: provider.name, result: 'refreshed' });
+      this.log.info({ provider: provider.name, share: share.token }, 'session refreshed');
+      return { session: outcome.session, setCookie: this.sessions.write(outcome.session, cookieHeader) };
+    }
+    if (outcome.result === 'refused') {
+      this.metrics.refreshes.inc({ provider: provider.name, result: 'refused' });
+      return undefined;
+    }
+    this.metrics.providerFailure(provider.name, 'refresh', outcome.code);
+    // A refresh answered with an invalid ID token (forged, or for another subject) ends the
+    // session: it is never refreshed again, and the visitor logs in afresh.
+    const ended = outcome.result === 'ended';
+    if (ended) this.shared.logOut(session.id, session.expiresAt);
+    this.metrics.refreshes.inc({ provider: provider.name, result: ended ? 'ended' : 'failed' });
+    this.log.warn(
+      { provider: provider.name, share: share.token, code: outcome.code },
+      ended ? 'session refresh refused the tokens; session ended' : 'session refresh failed; restarting login',
+    );
+    return undefined;
+  }
+
+  /** Renews a session with its provider here (this frontend holds the client secret). */
+  private async renewHere(session: Session, share: ShareRoute): Promise<RenewOutcome> {
+    const provider = this.providers.get(session.provider);
+    if (!share.oauth || !provider) return { result: 'failed', code: 'provider_error' };
+    // Logged out at this endpoint (its tokens were revoked): a share pod's copy is not renewed.
+    if (this.shared.loggedOutUntil(session.id) !== undefined) return { result: 'ended', code: 'invalid_token' };
     try {
       const result = await provider.refresh(session.tokens);
-      if (refusalReason(result.identity, share.oauth)) {
-        this.metrics.refreshes.inc({ provider: provider.name, result: 'refused' });
-        return undefined;
-      }
+      if (refusalReason(result.identity, share.oauth)) return { result: 'refused' };
       const now = this.clock.now();
       // The share and provider are carried over from the old session, never taken from the request.
       const renewed: Session = {
@@ -161,23 +210,46 @@ export class Authenticator {
         checkedAt: now,
         tokens: result.tokens,
       };
-      this.metrics.refreshes.inc({ provider: provider.name, result: 'refreshed' });
-      this.log.info({ provider: provider.name, share: share.token }, 'session refreshed');
-      return { session: renewed, setCookie: this.sessions.write(renewed, jar) };
+      return { result: 'refreshed', session: renewed };
     } catch (err) {
       const code = failureOf(err);
-      this.metrics.providerFailure(provider.name, 'refresh', code);
-      // A refresh answered with an invalid ID token (forged, or for another subject) ends the
-      // session: it is never refreshed again, and the visitor logs in afresh.
-      const ended = code === 'invalid_token';
-      if (ended) this.shared.logOut(session.id, session.expiresAt);
-      this.metrics.refreshes.inc({ provider: provider.name, result: ended ? 'ended' : 'failed' });
-      this.log.warn(
-        { provider: provider.name, share: share.token, code, err: errorText(err) },
-        ended ? 'session refresh refused the tokens; session ended' : 'session refresh failed; restarting login',
-      );
-      return undefined;
+      if (code !== 'invalid_token') this.log.debug({ provider: provider.name, err: errorText(err) }, 'refresh failed');
+      return code === 'invalid_token' ? { result: 'ended', code } : { result: 'failed', code };
     }
+  }
+
+  /**
+   * A share pod's renew call (sidecar/auth-service.ts): the credential must be the one derived for
+   * the share the token names now, and the entry must open as a session of that share and its
+   * provider. Only a frontend with the installation's keys answers.
+   */
+  async renewFor(
+    token: string,
+    credential: string,
+    sealed: string,
+  ): Promise<{ readonly result: 'unauthorized' | 'invalid' } | RenewOutcome> {
+    const installation = this.keys.installation;
+    const share = this.shares().lookup(token);
+    if (!installation || !share?.oauth) return { result: 'unauthorized' };
+    if (!credentialMatches(credential, deriveShareCredential(installation, share))) return { result: 'unauthorized' };
+    const session = this.sessions.open(share, sealed);
+    if (!session || !madeFor(session, share, share.oauth.provider)) return { result: 'invalid' };
+    const outcome = await this.renewHere(session, share);
+    if (outcome.result === 'ended') this.shared.logOut(session.id, session.expiresAt);
+    const provider = share.oauth.provider;
+    if (outcome.result === 'refreshed' || outcome.result === 'refused')
+      this.metrics.refreshes.inc({ provider, result: outcome.result });
+    else {
+      this.metrics.providerFailure(provider, 'refresh', outcome.code);
+      this.metrics.refreshes.inc({ provider, result: outcome.result });
+    }
+    this.log.info({ provider, share: token, result: outcome.result }, 'share pod session renewal');
+    return outcome;
+  }
+
+  /** A session sealed as its share's entry (for the answer of a renew call). */
+  seal(session: Session): string | undefined {
+    return this.sessions.seal(session);
   }
 
   private async startLogin(
@@ -229,6 +301,7 @@ export class Authenticator {
       provider.name,
       url.searchParams.get('state') ?? undefined,
       req.headers.cookie,
+      (token) => this.shares().lookup(token),
     );
     if (typeof completed === 'string') {
       fail(400, 'Login failed', `${completed}. Open the share again to start a new login.`, 'invalid_state');
@@ -278,7 +351,7 @@ export class Authenticator {
     };
     let cookie: string;
     try {
-      cookie = this.sessions.write(session, this.sessionsOf(req));
+      cookie = this.sessions.write(session, req.headers.cookie);
     } catch (err) {
       fail(500, 'Login failed', `the session cannot be stored: ${errorText(err)}`, 'session_too_large');
       return;
@@ -298,7 +371,7 @@ export class Authenticator {
       return;
     }
     const url = new URL(req.url ?? '/', this.config.endpointUrl);
-    const jar = this.sessionsOf(req);
+    const jar = this.allSessions(req);
     const mine = jar.filter((s) => s.provider === provider.name);
     const headers: Record<string, string> = {};
     // Logout proceeds only for a visitor with a session of this provider (or none at all); it then
@@ -339,12 +412,13 @@ export class Authenticator {
   }
 
   /**
-   * The request's sessions, less those logged out in this process. Sessions live in the browser, so
-   * a copy of a cookie made before logout would otherwise stay usable until the next re-check; other
-   * replicas learn of the logout at that re-check, when the revoked tokens fail.
+   * Every session of the request this frontend can open (those of shares it knows), less those
+   * logged out in this process. Sessions live in the browser, so a copy of a cookie made before
+   * logout would otherwise stay usable until the next re-check; other replicas learn of the logout
+   * at that re-check, when the revoked tokens fail (or the auth endpoint refuses to renew them).
    */
-  private sessionsOf(req: Pick<IncomingMessage, 'headers'>): readonly Session[] {
-    const jar = this.sessions.read(req.headers.cookie);
+  private allSessions(req: Pick<IncomingMessage, 'headers'>): readonly Session[] {
+    const jar = this.sessions.readAll(req.headers.cookie, (token) => this.shares().lookup(token)?.instance);
     if (!this.shared.anyLoggedOut) return jar;
     return jar.filter((s) => this.shared.loggedOutUntil(s.id) === undefined);
   }
@@ -356,8 +430,10 @@ export class Authenticator {
     oauth: NonNullable<ShareRoute['oauth']>,
   ): Session | undefined {
     if (!this.providers.has(oauth.provider)) return undefined;
-    for (const session of this.sessionsOf(req)) if (madeFor(session, share, oauth.provider)) return session;
-    return undefined;
+    const session = this.sessions.read(req.headers.cookie, share);
+    if (!session || !madeFor(session, share, oauth.provider)) return undefined;
+    if (this.shared.anyLoggedOut && this.shared.loggedOutUntil(session.id) !== undefined) return undefined;
+    return session;
   }
 
   private callbackUri(provider: Provider): string {

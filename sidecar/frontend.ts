@@ -15,6 +15,7 @@ import type { Logger } from '../lib/logger.ts';
 import type { ShareSource } from '../lib/share/source.ts';
 import { BackendCookies } from '../lib/backend-cookies.ts';
 import { Authenticator } from './auth.ts';
+import { startInternalEndpoint, type InternalEndpoint } from './auth-service.ts';
 import { FastPath } from './fast-path/fast-path.ts';
 import { hostnameOf, routableHostname, shareHostNamed, shareHostOf } from './host-routing.ts';
 import { ConnectionSlots, createLimitedServer, DEFAULT_FRONTEND_LIMITS, type FrontendLimits } from './connections.ts';
@@ -60,6 +61,8 @@ export interface RunningFrontend {
   readonly port: number;
   readonly endpointUrl: URL;
   readonly metricsPort?: number;
+  /** The auth endpoint's internal port (share pods' renew calls), when `oauth.internal_address` is set. */
+  readonly internalPort?: number;
   readonly metrics: FrontendMetrics;
   /** Open client connections of one peer address, or of all (each holds a slot of its address's cap). */
   openConnections(peer?: string): number;
@@ -217,17 +220,23 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
     'frontend listening',
   );
 
+  const internal: InternalEndpoint | undefined =
+    auth && options.oauth?.internalAddress
+      ? await startInternalEndpoint(options.oauth.internalAddress, auth, log)
+      : undefined;
+
   return {
     port: portOf(server),
     endpointUrl,
     ...(metricsServer ? { metricsPort: metricsServer.port } : {}),
+    ...(internal ? { internalPort: internal.port } : {}),
     metrics,
     openConnections: (peer) => slots.open(peer),
     async close() {
       readiness.stop();
       fast.path?.close();
       proxy.close();
-      await Promise.all([closeServer(server), metricsServer?.close()]);
+      await Promise.all([closeServer(server), metricsServer?.close(), internal?.close()]);
     },
   };
 }

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../lib/clock.ts';
 import { cookieValue, serializeCookie, type CookieOptions } from './cookies.ts';
-import type { Sealer } from './seal.ts';
+import type { KeyRing, ShareIdentity } from './share-keys.ts';
+import { joinParts, parsePart, parseParts, partText, type SharePart } from './share-parts.ts';
 import { localSharedState, type SharedState } from './shared-state.ts';
 
 /** What the signed `state` parameter carries through the provider round trip. */
@@ -22,11 +23,6 @@ interface LoginSecrets {
   readonly codeVerifier: string;
   /** Epoch ms: end of intermediate_lifetime for this login. */
   readonly expiresAt: number;
-}
-
-/** The login cookie: the logins this browser has under way (one per tab that was sent to a provider). */
-interface PendingLogins {
-  readonly logins: readonly LoginSecrets[];
 }
 
 /** Logins kept under way per browser; a further one drops the oldest (its tab must start again). */
@@ -54,17 +50,23 @@ export interface CompletedLogin {
  * accepted once: a replayed callback is refused even if the cookie was copied. The cookie holds
  * every login under way in this browser, so two tabs that were both sent to the provider can both
  * come back (with one secret per cookie the second tab's login overwrote the first's).
+ *
+ * Both are sealed under the share's own keys (sidecar/share-keys.ts) with the share's token in
+ * clear (`<token>~<sealed>`, sidecar/share-parts.ts): the share pod that starts a login holds only
+ * its share's keys, and the auth endpoint's callback derives that share's keys from the token and
+ * the share's current instance, so a state or login cookie made with one share's keys never
+ * completes a login for another.
  */
 export class LoginStates {
   readonly cookieName: string;
   private readonly replay: Pick<SharedState, 'claimLogin'>;
-  private readonly sealer: Sealer;
+  private readonly keys: KeyRing;
   private readonly lifetimeMs: number;
   private readonly cookieOptions: Omit<CookieOptions, 'maxAgeSeconds'>;
   private readonly clock: Clock;
 
   constructor(
-    sealer: Sealer,
+    keys: KeyRing,
     cookieName: string,
     lifetimeMs: number,
     cookieOptions: Omit<CookieOptions, 'maxAgeSeconds'>,
@@ -72,19 +74,16 @@ export class LoginStates {
     replay: Pick<SharedState, 'claimLogin'> = localSharedState(clock),
   ) {
     this.replay = replay;
-    this.sealer = sealer;
+    this.keys = keys;
     this.cookieName = `${cookieName}-login`;
     this.lifetimeMs = lifetimeMs;
     this.cookieOptions = cookieOptions;
     this.clock = clock;
   }
 
-  start(
-    provider: string,
-    share: { readonly token: string; readonly instance: string },
-    path: string,
-    cookieHeader?: string,
-  ): StartedLogin {
+  start(provider: string, share: ShareIdentity, path: string, cookieHeader?: string): StartedLogin {
+    const sealer = this.keys.sealerFor(share);
+    if (!sealer) throw new Error(`this frontend holds no keys for share ${share.token}`);
     const id = randomBytes(16).toString('base64url');
     const expires = this.clock.now() + this.lifetimeMs;
     const secrets: LoginSecrets = {
@@ -93,62 +92,73 @@ export class LoginStates {
       codeVerifier: randomBytes(32).toString('base64url'),
       expiresAt: expires,
     };
-    const state = this.sealer.seal(
-      'state',
-      { id, provider, share: share.token, instance: share.instance, path } satisfies LoginState,
-      expires,
-    );
-    const others = this.pending(cookieHeader).slice(-(MAX_PENDING_LOGINS - 1));
+    const state = partText({
+      token: share.token,
+      sealed: sealer.seal(
+        'state',
+        { id, provider, share: share.token, instance: share.instance, path } satisfies LoginState,
+        expires,
+      ),
+    });
+    const others = parseParts(cookieValue(cookieHeader, this.cookieName)).slice(-(MAX_PENDING_LOGINS - 1));
+    const mine: SharePart = { token: share.token, sealed: sealer.seal('login', secrets, expires) };
     return {
       state,
       nonce: secrets.nonce,
       codeVerifier: secrets.codeVerifier,
-      setCookie: this.cookie([...others, secrets]),
+      setCookie: this.cookie([...others, mine]),
     };
   }
 
   /**
    * Checks a callback's `state` against the provider in the path and the browser's login cookie.
-   * Returns a reason string when refused, so the error page and metrics can say why.
+   * `shareOf` gives the share a token names now (undefined when there is none). Returns a reason
+   * string when refused, so the error page and metrics can say why.
    */
   async complete(
     provider: string,
     stateParam: string | undefined,
     cookieHeader: string | undefined,
+    shareOf: (token: string) => ShareIdentity | undefined,
   ): Promise<CompletedLogin | string> {
     if (!stateParam) return 'the login response has no state';
-    const state = this.sealer.open<LoginState>('state', stateParam);
-    if (!state) return 'the login state is invalid or expired';
+    const part = parsePart(stateParam);
+    if (!part) return 'the login state is invalid or expired';
+    const share = shareOf(part.token);
+    if (!share) return 'the share this login was for no longer exists';
+    const sealer = this.keys.sealerFor(share);
+    const state = sealer?.open<LoginState>('state', part.sealed);
+    // Sealed under the keys of the share's instance: a state made for an earlier one does not open.
+    if (!sealer || !state || state.share !== share.token || state.instance !== share.instance)
+      return "the login's share was replaced by another share, or the login state is invalid or expired";
     if (state.provider !== provider) return 'the login state belongs to another provider';
-    const pending = this.pending(cookieHeader);
-    const secrets = pending.find((s) => s.id === state.id);
-    if (!secrets) return 'the login was started in another browser or has expired';
+    const parts = parseParts(cookieValue(cookieHeader, this.cookieName));
+    const now = this.clock.now();
+    let mine: { part: SharePart; secrets: LoginSecrets } | undefined;
+    for (const p of parts) {
+      const secrets = p.token === share.token ? sealer.open<LoginSecrets>('login', p.sealed) : undefined;
+      if (secrets?.id === state.id && secrets.expiresAt > now) mine = { part: p, secrets };
+    }
+    if (!mine) return 'the login was started in another browser or has expired';
     if (!(await this.replay.claimLogin(state.id, this.clock.now() + this.lifetimeMs)))
       return 'the login state was already used';
     return {
       state,
-      nonce: secrets.nonce,
-      codeVerifier: secrets.codeVerifier,
-      setCookie: this.cookie(pending.filter((s) => s.id !== state.id)),
+      nonce: mine.secrets.nonce,
+      codeVerifier: mine.secrets.codeVerifier,
+      setCookie: this.cookie(parts.filter((p) => p !== mine?.part)),
     };
   }
 
-  /** The unexpired logins in the request's login cookie (none when it is absent or does not open). */
-  private pending(cookieHeader: string | undefined): LoginSecrets[] {
-    const jar = this.sealer.open<PendingLogins>('login', cookieValue(cookieHeader, this.cookieName));
-    const logins: readonly LoginSecrets[] = Array.isArray(jar?.logins) ? jar.logins : [];
-    const now = this.clock.now();
-    return logins.filter((s) => typeof s.expiresAt === 'number' && s.expiresAt > now);
-  }
-
-  private cookie(logins: readonly LoginSecrets[]): string {
+  /**
+   * The login cookie holding these entries. Its lifetime is intermediate_lifetime from now: every
+   * entry was made at most that long ago and expires inside its seal at its own time.
+   */
+  private cookie(logins: readonly SharePart[]): string {
     if (logins.length === 0) return this.clearCookie();
-    const expires = Math.max(...logins.map((s) => s.expiresAt));
-    return serializeCookie(this.cookieName, this.sealer.seal('login', { logins } satisfies PendingLogins, expires), {
+    return serializeCookie(this.cookieName, joinParts(logins), {
       ...this.cookieOptions,
-      // Rounded up: the newest login was started a few milliseconds ago, and a cookie that lapses
-      // before its sealed expiry would cut intermediate_lifetime short by a second.
-      maxAgeSeconds: Math.ceil((expires - this.clock.now()) / 1000),
+      maxAgeSeconds: Math.ceil(this.lifetimeMs / 1000),
     });
   }
 

@@ -1,7 +1,8 @@
 import { systemClock, type Clock } from '../lib/clock.ts';
 import { MAX_COOKIE_BYTES, cookieValue, serializeCookie, type CookieOptions } from './cookies.ts';
-import type { Sealer } from './seal.ts';
 import type { ProviderTokens } from './providers/types.ts';
+import type { KeyRing, ShareIdentity } from './share-keys.ts';
+import { joinParts, parseParts, partText, type SharePart } from './share-parts.ts';
 
 /**
  * A visitor's authenticated session on one share, stored only in the browser (sealed cookie). It is
@@ -26,81 +27,108 @@ export interface Session {
 
 /**
  * The session cookie (`cookie_name`, on `cookie_domain`) holds the browser's sessions, one per share
- * it logged in to, so a visitor can use several shares side by side; each stays bound to its share
- * and provider. The cookie is bounded: when sessions do not fit, the least recently confirmed go.
+ * it logged in to, so a visitor can use several shares side by side. Each session is its own entry
+ * (`<token>~<sealed>`, sidecar/share-parts.ts) sealed under its share's keys (sidecar/share-keys.ts):
+ * a share pod holding only its own keys opens and makes only its own share's entry and passes the
+ * others through untouched. The cookie is bounded: when entries do not fit, the least recently
+ * written go.
  */
 export interface SessionCookies {
   readonly name: string;
-  /** The unexpired sessions in the request's cookie (empty when none or when it does not open). */
-  read(cookieHeader: string | undefined): readonly Session[];
+  /** The request's unexpired session for this share (token and instance), when its entry opens here. */
+  read(cookieHeader: string | undefined, share: ShareIdentity): Session | undefined;
+  /** Every unexpired session of the request whose share this frontend knows (`instanceOf`) and holds keys for. */
+  readAll(cookieHeader: string | undefined, instanceOf: (token: string) => string | undefined): Session[];
   /**
-   * Set-Cookie holding `session` (replacing any for the same share) plus as many of `others` as fit;
-   * throws when even `session` alone, without its access token, exceeds the bound.
+   * Set-Cookie holding `session` (replacing the entry of its share) first, then as many of the
+   * request's other entries as fit; throws when even `session` alone, without its access token,
+   * exceeds the bound.
    */
-  write(session: Session, others: readonly Session[]): string;
+  write(session: Session, cookieHeader: string | undefined): string;
+  /** One session sealed as its share's entry (undefined when this frontend lacks the share's keys). */
+  seal(session: Session): string | undefined;
+  /** A sealed entry of this share opened (undefined when forged, expired or for another share). */
+  open(share: ShareIdentity, sealed: string): Session | undefined;
   clear(): string;
-}
-
-interface Jar {
-  readonly sessions: readonly Session[];
 }
 
 const OPENED_CACHE_SIZE = 10_000;
 
 export function sessionCookies(
-  sealer: Sealer,
+  keys: KeyRing,
   name: string,
   options: Omit<CookieOptions, 'maxAgeSeconds'>,
   clock: Clock = systemClock,
 ): SessionCookies {
-  const serialize = (sessions: readonly Session[]): string => {
-    const expiresAt = Math.max(...sessions.map((s) => s.expiresAt));
-    return serializeCookie(name, sealer.seal('session', { sessions } satisfies Jar, expiresAt), {
-      ...options,
-      maxAgeSeconds: (expiresAt - clock.now()) / 1000,
-    });
+  const sealOne = (session: Session): string | undefined =>
+    keys.sealerFor({ token: session.share, instance: session.instance })?.seal('session', session, session.expiresAt);
+
+  const openOne = (share: ShareIdentity, sealed: string): Session | undefined => {
+    const session = keys.sealerFor(share)?.open<Session>('session', sealed);
+    return session && session.share === share.token && session.instance === share.instance ? session : undefined;
   };
 
-  const write = (session: Session, others: readonly Session[]): string => {
-    const now = clock.now();
-    const kept = others
-      .filter((s) => s.share !== session.share && s.expiresAt > now)
-      .sort((a, b) => b.checkedAt - a.checkedAt);
-    for (let count = kept.length; count >= 0; count--) {
-      const cookie = serialize([session, ...kept.slice(0, count)]);
+  const serialize = (session: Session, sealed: string, others: readonly SharePart[]): string =>
+    serializeCookie(name, joinParts([{ token: session.share, sealed }, ...others]), {
+      ...options,
+      // Every session is made or renewed for session_lifetime, so the newest entry lives longest.
+      maxAgeSeconds: (session.expiresAt - clock.now()) / 1000,
+    });
+
+  const write = (session: Session, cookieHeader: string | undefined): string => {
+    const sealed = sealOne(session);
+    if (!sealed) throw new Error(`this frontend holds no keys for share ${session.share}`);
+    const others = parseParts(cookieValue(cookieHeader, name)).filter((p) => p.token !== session.share);
+    for (let count = others.length; count >= 0; count--) {
+      const cookie = serialize(session, sealed, others.slice(0, count));
       if (cookie.length <= MAX_COOKIE_BYTES) return cookie;
     }
     // Large provider tokens: keep what refresh and revocation need, in that order of importance.
     const { accessToken: _dropped, ...rest } = session.tokens;
-    const smaller = serialize([{ ...session, tokens: rest }]);
+    const smallerSession = { ...session, tokens: rest };
+    const smaller = serialize(smallerSession, sealOne(smallerSession) ?? '', []);
     if (smaller.length <= MAX_COOKIE_BYTES) return smaller;
     throw new Error(`session cookie would be ${smaller.length} bytes, above the ${MAX_COOKIE_BYTES}-byte bound`);
   };
 
-  // Opened jars by exact cookie value. A sealed value cannot change without failing to open, so a
-  // hit needs only the expiry filter; this skips HMAC + AES-GCM + JSON on every request of a
-  // visitor (measured in docs/benchmarks.md). Bounded; oldest entries go first.
-  const opened = new Map<string, readonly Session[]>();
-  const read = (header: string | undefined): readonly Session[] => {
-    const value = cookieValue(header, name);
-    if (!value) return [];
-    let sessions = opened.get(value);
-    if (!sessions) {
-      const jar = sealer.open<Jar>('session', value);
-      if (!jar || !Array.isArray(jar.sessions)) return [];
-      sessions = jar.sessions;
+  // Opened entries by exact text (`<token>~<sealed>`). A sealed value cannot change without failing
+  // to open, so a hit needs only the share and expiry checks; this skips HMAC + AES-GCM + JSON on
+  // every request of a visitor (measured in docs/benchmarks.md). Bounded; oldest entries go first.
+  const opened = new Map<string, Session>();
+  const openPart = (part: SharePart, share: ShareIdentity): Session | undefined => {
+    const text = partText(part);
+    let session = opened.get(text);
+    if (!session) {
+      session = openOne(share, part.sealed);
+      if (!session) return undefined;
       if (opened.size >= OPENED_CACHE_SIZE) opened.delete(opened.keys().next().value as string);
-      opened.set(value, sessions);
+      opened.set(text, session);
     }
-    const now = clock.now();
-    // The cached jar itself while none of its sessions has ended (read-only): no copy per request.
-    return sessions.every((s) => s.expiresAt > now) ? sessions : sessions.filter((s) => s.expiresAt > now);
+    // A cached entry was opened under the share's keys of that time: a later instance of the token is another share.
+    return session.instance === share.instance && session.expiresAt > clock.now() ? session : undefined;
   };
 
   return {
     name,
-    read,
+    read(cookieHeader, share) {
+      const part = parseParts(cookieValue(cookieHeader, name)).find((p) => p.token === share.token);
+      return part ? openPart(part, share) : undefined;
+    },
+    readAll(cookieHeader, instanceOf) {
+      const sessions: Session[] = [];
+      for (const part of parseParts(cookieValue(cookieHeader, name))) {
+        const instance = instanceOf(part.token);
+        const session = instance === undefined ? undefined : openPart(part, { token: part.token, instance });
+        if (session) sessions.push(session);
+      }
+      return sessions;
+    },
     write,
+    seal: sealOne,
+    open: (share, sealed) => {
+      const session = openOne(share, sealed);
+      return session && session.expiresAt > clock.now() ? session : undefined;
+    },
     clear: () => serializeCookie(name, '', { ...options, maxAgeSeconds: 0 }),
   };
 }

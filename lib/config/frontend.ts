@@ -12,9 +12,27 @@ export interface OAuthConfig {
   readonly cookieDomain: string;
   readonly sessionLifetimeMs: number;
   readonly intermediateLifetimeMs: number;
+  /**
+   * The installation's sealing keys; in a share pod's config (`authService` set), that share's own
+   * keys, derived from the installation's (sidecar/share-keys.ts).
+   */
   readonly signingKey: string;
   readonly encryptionKey: string;
+  /** In a share pod's config, without client secrets: no provider's `clientSecret` is set. */
   readonly providers: readonly ProviderConfig[];
+  /**
+   * A share pod's frontend: the auth endpoint's internal URL and this share's credential there.
+   * What needs the client secret (refresh) is asked of it; its config holds exactly one share.
+   */
+  readonly authService?: AuthServiceConfig;
+  /** The auth endpoint's internal listener that share pods ask (installation keys only). */
+  readonly internalAddress?: ListenAddress;
+}
+
+/** Where a share pod asks for what needs the client secret, and how it proves which share it is. */
+export interface AuthServiceConfig {
+  readonly url: URL;
+  readonly credential: string;
 }
 
 export interface FrontendConfig {
@@ -43,7 +61,10 @@ export const OAUTH_KEYS = [
   'signing_key',
   'encryption_key',
   'providers',
+  'auth_service',
+  'internal_address',
 ];
+const AUTH_SERVICE_KEYS = ['url', 'credential'];
 
 /** Loads and validates a frontend config file; throws one ConfigError listing every problem. */
 export function loadFrontendConfig(path: string): FrontendConfig {
@@ -59,10 +80,15 @@ export function parseFrontendConfig(doc: unknown, source = 'config'): FrontendCo
   let workers = 1;
   if (top) {
     r.unknownKeys(top, '', TOP_KEYS);
-    oauth = readOAuth(r, top.oauth);
+    oauth = readOAuth(r, top.oauth, 'oauth', { sharePod: true });
     if (top.metrics_address !== undefined) metricsAddress = r.bindAddress(top, 'metrics_address', '');
     workers = readWorkers(r, top.workers);
     shares = readShares(r, top.shares, oauth);
+    if (isSharePod(top.oauth) && shares.length !== 1)
+      r.problem(
+        'shares',
+        `must hold exactly the one share whose keys oauth.signing_key and oauth.encryption_key are (oauth.auth_service is set), got ${shares.length}`,
+      );
   }
   r.finish(source);
   return { oauth: oauth as OAuthConfig, shares, ...(metricsAddress ? { metricsAddress } : {}), workers };
@@ -77,11 +103,37 @@ function readWorkers(r: ConfigReader, value: unknown): number {
   return 1;
 }
 
-/** Validates the `oauth` section; exported for the single-machine service, which embeds it. */
-export function readOAuth(r: ConfigReader, value: unknown, path = 'oauth'): OAuthConfig | undefined {
+/** Whether an `oauth` section is a share pod's (it names `auth_service`). */
+function isSharePod(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && (value as Record<string, unknown>).auth_service !== undefined;
+}
+
+/**
+ * Validates the `oauth` section; exported for the single-machine service, which embeds it. Two
+ * forms: the installation's (client secrets, installation keys, optionally `internal_address`) and,
+ * where `sharePod` allows it, a share pod's (`auth_service`, the share's own keys, no client secret).
+ */
+export function readOAuth(
+  r: ConfigReader,
+  value: unknown,
+  path = 'oauth',
+  options: { sharePod?: boolean } = {},
+): OAuthConfig | undefined {
   const o = r.object(value, path);
   if (!o) return undefined;
   r.unknownKeys(o, path, OAUTH_KEYS);
+  const sharePod = isSharePod(o);
+  if (sharePod && !options.sharePod)
+    r.problem(join(path, 'auth_service'), "only a share pod's frontend config (svc frontend) takes it", 'not_allowed');
+  const authService = sharePod ? readAuthService(r, o.auth_service, join(path, 'auth_service')) : undefined;
+  if (sharePod && o.internal_address !== undefined)
+    r.problem(
+      join(path, 'internal_address'),
+      'only the auth endpoint (installation keys) serves share pods; remove it or auth_service',
+      'not_allowed',
+    );
+  const internalAddress =
+    !sharePod && o.internal_address !== undefined ? r.bindAddress(o, 'internal_address', path) : undefined;
   const bindAddress = r.bindAddress(o, 'bind_address', path);
   const endpointUrl = r.url(o, 'endpoint_url', path);
   if (endpointUrl && (endpointUrl.pathname !== '/' || endpointUrl.search || endpointUrl.hash || endpointUrl.username)) {
@@ -112,8 +164,10 @@ export function readOAuth(r: ConfigReader, value: unknown, path = 'oauth'): OAut
   if (signingKey !== undefined && signingKey === encryptionKey) {
     r.problem(join(path, 'encryption_key'), 'must differ from signing_key');
   }
-  const providers = readProviders(r, o.providers, join(path, 'providers'));
+  const providers = readProviders(r, o.providers, join(path, 'providers'), { secretless: sharePod });
   if (
+    (sharePod && !authService) ||
+    (!sharePod && o.internal_address !== undefined && !internalAddress) ||
     !bindAddress ||
     !endpointUrl ||
     !cookieName ||
@@ -136,7 +190,21 @@ export function readOAuth(r: ConfigReader, value: unknown, path = 'oauth'): OAut
     signingKey,
     encryptionKey,
     providers,
+    ...(authService ? { authService } : {}),
+    ...(internalAddress ? { internalAddress } : {}),
   };
+}
+
+/** `oauth.auth_service`: the auth endpoint's internal base URL and this share's credential. */
+function readAuthService(r: ConfigReader, value: unknown, path: string): AuthServiceConfig | undefined {
+  const o = r.object(value, path);
+  if (!o) return undefined;
+  r.unknownKeys(o, path, AUTH_SERVICE_KEYS);
+  const url = r.url(o, 'url', path);
+  if (url && (url.pathname !== '/' || url.search || url.hash || url.username || url.password))
+    r.problem(join(path, 'url'), 'must be a base URL without path, query, fragment or credentials');
+  const credential = r.string(o, 'credential', path, { minLength: 32 });
+  return url && credential ? { url, credential } : undefined;
 }
 
 function readShares(r: ConfigReader, value: unknown, oauth: OAuthConfig | undefined): ShareRoute[] {

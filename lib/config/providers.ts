@@ -22,6 +22,7 @@ const DEFAULT_TOKEN_ENDPOINT_AUTH_METHOD: Record<ProviderType, TokenEndpointAuth
 interface ProviderCommon {
   readonly name: string;
   readonly clientId: string;
+  /** Empty in a share pod's config: what needs it happens at the auth endpoint (lib/config/frontend.ts). */
   readonly clientSecret: string;
   readonly scopes: readonly string[];
   /** Named opt-out: allow a plain-http issuer or endpoint that is not on a loopback host. */
@@ -73,8 +74,16 @@ export const PROVIDER_KEYS = [
 
 const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 
-/** `oauth.providers`: at least one, names unique. Undefined when any provider has a problem. */
-export function readProviders(r: ConfigReader, value: unknown, path: string): ProviderConfig[] | undefined {
+/**
+ * `oauth.providers`: at least one, names unique. Undefined when any provider has a problem. With
+ * `secretless` (a share pod's config) `client_secret` must be absent instead of required.
+ */
+export function readProviders(
+  r: ConfigReader,
+  value: unknown,
+  path: string,
+  options: { secretless?: boolean } = {},
+): ProviderConfig[] | undefined {
   if (value === undefined || value === null) {
     r.problem(path, 'required: at least one provider');
     return undefined;
@@ -87,7 +96,7 @@ export function readProviders(r: ConfigReader, value: unknown, path: string): Pr
   const result: ProviderConfig[] = [];
   value.forEach((item, index) => {
     const at = join(path, index);
-    const p = readProvider(r, item, at);
+    const p = readProvider(r, item, at, options.secretless ?? false);
     if (!p) return;
     if (seen.has(p.name)) r.problem(join(at, 'name'), `duplicate provider name ${JSON.stringify(p.name)}`);
     seen.add(p.name);
@@ -105,7 +114,7 @@ interface TypeSettings {
   readonly urls: readonly URL[];
 }
 
-function readProvider(r: ConfigReader, value: unknown, path: string): ProviderConfig | undefined {
+function readProvider(r: ConfigReader, value: unknown, path: string, secretless: boolean): ProviderConfig | undefined {
   const o = r.object(value, path);
   if (!o) return undefined;
   r.unknownKeys(o, path, PROVIDER_KEYS);
@@ -119,7 +128,13 @@ function readProvider(r: ConfigReader, value: unknown, path: string): ProviderCo
   if (typeText !== undefined && !type)
     r.problem(join(path, 'type'), `must be one of idp1, idp2, oidc, got ${JSON.stringify(typeText)}`);
   const clientId = r.string(o, 'client_id', path);
-  const clientSecret = r.string(o, 'client_secret', path);
+  if (secretless && o.client_secret !== undefined)
+    r.problem(
+      join(path, 'client_secret'),
+      "must not be set in a share pod's config (auth_service): the auth endpoint holds it",
+      'not_allowed',
+    );
+  const clientSecret = secretless ? '' : r.string(o, 'client_secret', path);
   const isOidc = type === 'oidc';
   const scopes = r.stringArray(o, 'scopes', path, { required: isOidc, nonEmpty: true });
   if (isOidc && scopes && !scopes.includes('openid'))
@@ -157,7 +172,16 @@ function readProvider(r: ConfigReader, value: unknown, path: string): ProviderCo
       }
     }
   }
-  if (r.problems.length > before || !name || !type || !clientId || !clientSecret || !settings) return undefined;
+  if (
+    r.problems.length > before ||
+    !name ||
+    !type ||
+    !clientId ||
+    clientSecret === undefined ||
+    (!secretless && !clientSecret) ||
+    !settings
+  )
+    return undefined;
   return {
     name,
     clientId,

@@ -40,7 +40,7 @@ beforeAll(async () => {
     ['idp1', 'idp1b'].map((p) => `http://${f.authHost}/${p}/auth/callback`),
   );
   genuine = await login(fe, 'one');
-  expect(genuine).toMatch(/^svc-auth-session=[A-Za-z0-9_-]+$/);
+  expect(genuine).toMatch(/^svc-auth-session=one~[A-Za-z0-9_-]+$/);
 });
 
 afterAll(async () => {
@@ -50,6 +50,10 @@ afterAll(async () => {
 });
 
 const valueOf = (cookie: string): string => cookie.slice(cookie.indexOf('=') + 1);
+/** The sealed entry of a cookie holding one share's entry (`<token>~<sealed>`). */
+const sealedOf = (cookie: string): string => valueOf(cookie).slice(valueOf(cookie).indexOf('~') + 1);
+/** A session cookie of one entry for `token`. */
+const entry = (sealed: string, token = 'one'): string => `svc-auth-session=${token}~${sealed}`;
 const tampering = figures.attackClass(
   'Cookie tampering (bits, truncation, chunks, foreign, expired, after logout)',
   'a value with a stray trailing character opened as the same session; only the canonical encoding opens now',
@@ -74,30 +78,31 @@ describe('altered cookies', () => {
   const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
   it('one flipped bit anywhere in the value (every 5th character, each of its 6 bits)', async () => {
-    const value = valueOf(genuine);
+    const value = sealedOf(genuine);
     for (let i = 0; i < value.length; i += 5) {
       for (let bit = 0; bit < 6; bit++) {
         const c = ALPHABET.indexOf(value[i] as string);
         const flipped = value.slice(0, i) + (ALPHABET[c ^ (1 << bit)] as string) + value.slice(i + 1);
         // The last character carries padding bits the decoder ignores; a flip there is no change.
         if (Buffer.from(flipped, 'base64url').equals(Buffer.from(value, 'base64url'))) continue;
-        await tampering.run(() => expectLoginRestarts(`svc-auth-session=${flipped}`));
+        await tampering.run(() => expectLoginRestarts(entry(flipped)));
       }
     }
   });
 
   it('truncated at every 7th length, and extended', async () => {
-    const value = valueOf(genuine);
+    const value = sealedOf(genuine);
     for (let n = 0; n < value.length; n += 7) {
-      await tampering.run(() => expectLoginRestarts(`svc-auth-session=${value.slice(0, n)}`));
+      await tampering.run(() => expectLoginRestarts(entry(value.slice(0, n))));
     }
-    await tampering.run(() => expectLoginRestarts(`svc-auth-session=${value}A`));
-    await tampering.run(() => expectLoginRestarts(`svc-auth-session=${value}${value}`));
+    await tampering.run(() => expectLoginRestarts(entry(`${value}A`)));
+    await tampering.run(() => expectLoginRestarts(entry(`${value}${value}`)));
+    await tampering.run(() => expectLoginRestarts(`svc-auth-session=${value}`));
   });
 
   it('its parts (IV, ciphertext, tag, MAC) reordered, dropped or taken from another cookie', async () => {
-    const raw = Buffer.from(valueOf(genuine), 'base64url');
-    const other = Buffer.from(valueOf(await login(fe, 'two')), 'base64url');
+    const raw = Buffer.from(sealedOf(genuine), 'base64url');
+    const other = Buffer.from(sealedOf(await login(fe, 'two')), 'base64url');
     const parts = (b: Buffer) => ({
       iv: b.subarray(0, 12),
       ct: b.subarray(12, b.length - 48),
@@ -119,7 +124,7 @@ describe('altered cookies', () => {
       [a.iv, a.ct.subarray(0, 16), a.tag, a.mac],
     ];
     for (const pieces of variants) {
-      await tampering.run(() => expectLoginRestarts(`svc-auth-session=${Buffer.concat(pieces).toString('base64url')}`));
+      await tampering.run(() => expectLoginRestarts(entry(Buffer.concat(pieces).toString('base64url'))));
     }
   });
 
@@ -152,6 +157,8 @@ describe('altered cookies', () => {
 describe('cookies that are genuine, but not for this request', () => {
   it('a session of another share, another provider, and the login cookie used as a session', async () => {
     await tampering.run(async () => expectLoginRestarts(await login(fe, 'two'), 'one'));
+    // Share two's genuine entry relabelled as share one's: sealed under two's keys, it does not open as one's.
+    await tampering.run(async () => expectLoginRestarts(entry(sealedOf(await login(fe, 'two')), 'one')));
     await tampering.run(async () => expectLoginRestarts(await login(fe, 'other'), 'one'));
     await tampering.run(async () => expectLoginRestarts(genuine, 'other'));
     await tampering.run(async () => {

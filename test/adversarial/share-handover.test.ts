@@ -274,7 +274,7 @@ describe('a session or a login made for one share instance', () => {
       });
       expect(done.status).toBe(400);
       expect(done.body).toMatch(/replaced by another share/);
-      expect(done.headers['set-cookie']?.some((c) => c.startsWith('svc-auth-session='))).toBe(false);
+      expect((done.headers['set-cookie'] ?? []).some((c) => c.startsWith('svc-auth-session='))).toBe(false);
     });
     expect(newBackend.seen).toEqual([]);
   });

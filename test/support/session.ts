@@ -1,9 +1,10 @@
-import { createSealer } from '../../sidecar/seal.ts';
 import type { Session } from '../../sidecar/session.ts';
+import { installationKeyRing } from '../../sidecar/share-keys.ts';
 import { TEST_ENCRYPTION_KEY, TEST_SIGNING_KEY } from './frontend.ts';
 
 /**
- * Mints a session cookie exactly as the frontend seals it, with the test keys. Used by tests that
+ * Mints a session cookie exactly as the frontend seals it, with the test keys (the entry sealed
+ * under the share's keys derived from them). Used by tests that
  * exercise what happens to an authenticated request (header and cookie handling, share binding);
  * the login flow itself is covered end to end against real providers.
  */
@@ -22,6 +23,7 @@ export function mintSessionCookie(
     instance: session.share,
     ...session,
   };
-  const sealer = createSealer(keys.signing, keys.encryption);
-  return `svc-auth-session=${sealer.seal('session', { sessions: [full] }, full.expiresAt)}`;
+  const ring = installationKeyRing({ signingKey: keys.signing, encryptionKey: keys.encryption });
+  const sealer = ring.sealerFor({ token: full.share, instance: full.instance });
+  return `svc-auth-session=${full.share}~${sealer?.seal('session', full, full.expiresAt) ?? ''}`;
 }
