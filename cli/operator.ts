@@ -20,11 +20,22 @@ export function registerOperatorCommands(program: Command): void {
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .option(
+      '--ingress-tls <mode>',
+      'TLS of share hosts: none, per-host (Secret svc-share-<name>-tls), default-certificate, external or secret:<name>',
+      'none',
+    )
+    .option(
       '--ingress-await-address',
       'a Share is Ready only once its Ingress has a load-balancer address (for ingress controllers that write one)',
       false,
     )
     .option('--leader-elect', 'elect a leader on a coordination.k8s.io Lease (run several replicas)', false)
+    .option('--lease-name <name>', 'the leader-election Lease in the frontend Secret namespace', 'svc-operator')
+    .option(
+      '--unenroll-deadline <minutes>',
+      'after an AgentEnrollment is deleted, how long to retry an unreachable controller before dropping its finalizer',
+      '10m',
+    )
     .option('--metrics-listen <ip:port>', 'listener for /healthz, /readyz and /metrics', '0.0.0.0:8080')
     .option(
       '--auth-secret <ns/name>',

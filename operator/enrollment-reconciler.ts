@@ -41,12 +41,15 @@ export interface EnrollmentReconcilerDeps {
   readonly image: string;
   /** The controller API client (lib/api-client.ts); replaceable in tests. */
   readonly callApi?: typeof callApi;
+  /** How long after deletion unenrolling is retried before the finalizer is dropped anyway; default 10 min. */
+  readonly unenrollDeadlineMs?: number;
 }
 
 /** A token Secret that is missing or wrong is not watched: look again after this long. */
 const RECHECK_MS = 30_000;
 /** How often an enrolled environment is confirmed at the controller (it may be unenrolled there). */
 const VERIFY_MS = 5 * 60_000;
+const UNENROLL_DEADLINE_MS = 10 * 60_000;
 
 /**
  * AgentEnrollment → an environment at the controller (`/environment/enable`), enrolled
@@ -178,17 +181,30 @@ export class EnrollmentReconciler extends ObjectReconciler<
     if (state && validation.ok) {
       const token = await this.secrets.accountToken(e, validation.value);
       if (token.ok) {
+        let released = true;
         try {
           await this.controller.release(e, state, validation.value, token.value);
         } catch (err) {
+          released = false;
           const { reason } = controllerFailure(err);
-          await this.notReady(e, reason, `cannot unenroll: ${errorText(err)}`, 'waiting', state);
-          throw err;
+          if (!this.pastUnenrollDeadline(e)) {
+            await this.notReady(e, reason, `cannot unenroll: ${errorText(err)}`, 'waiting', state);
+            throw err;
+          }
+          // A finalizer that waits for a controller that never answers again would keep the
+          // namespace Terminating for good: after the deadline the object goes, with a Warning.
+          this.deps.events.record(
+            e,
+            'Warning',
+            'UnenrollSkipped',
+            `cannot unenroll for ${Math.round(this.unenrollDeadlineMs / 60_000)} min since deletion (${errorText(err)}): finalizer removed; environment ${state.envZId} stays at ${state.controllerUrl} (disable it with svc disable)`,
+          );
         }
-        this.deps.logger.info(
-          { enrollment: `${e.metadata.namespace}/${e.metadata.name}`, envZId: state.envZId },
-          'unenrolled and disabled the environment at the controller',
-        );
+        if (released)
+          this.deps.logger.info(
+            { enrollment: `${e.metadata.namespace}/${e.metadata.name}`, envZId: state.envZId },
+            'unenrolled and disabled the environment at the controller',
+          );
       } else {
         this.deps.events.record(
           e,
@@ -203,6 +219,16 @@ export class EnrollmentReconciler extends ObjectReconciler<
       finalizers.filter((f) => f !== UNENROLL_FINALIZER),
     );
     return { result: 'success' };
+  }
+
+  private get unenrollDeadlineMs(): number {
+    return this.deps.unenrollDeadlineMs ?? UNENROLL_DEADLINE_MS;
+  }
+
+  /** Whether the object was deleted longer ago than the unenroll deadline. */
+  private pastUnenrollDeadline(e: AgentEnrollment): boolean {
+    const deleted = Date.parse(e.metadata.deletionTimestamp ?? '');
+    return Number.isFinite(deleted) && Date.now() - deleted >= this.unenrollDeadlineMs;
   }
 
   private async applyAgent(e: AgentEnrollment, enrollment: EnrollmentFile): Promise<void> {

@@ -43,9 +43,12 @@ export function parseInstallation(data: Record<string, string> | undefined): Ins
   return { ok: true, value: { section, oauth } };
 }
 
-/** The public URL of a share: `<scheme>://<token>.<domain>[:port]`, scheme and port from endpoint_url. */
-export function frontendEndpoint(token: string, domain: string, endpointUrl: URL | undefined): string {
-  const scheme = endpointUrl?.protocol ?? 'https:';
+/**
+ * The public URL of a share: `<scheme>://<token>.<domain>[:port]`, the port from endpoint_url and
+ * the scheme `https` only when share hosts get TLS (operator/share-tls.ts).
+ */
+export function frontendEndpoint(token: string, domain: string, endpointUrl: URL | undefined, tls: boolean): string {
+  const scheme = tls ? 'https:' : 'http:';
   const port = endpointUrl?.port ? `:${endpointUrl.port}` : '';
   return `${scheme}//${token}.${domain}${port}`;
 }

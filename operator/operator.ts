@@ -101,7 +101,7 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     }),
     new AccessReconciler({ client, caches, events, logger, image }),
     new AuthConfigReconciler({ client, caches, installation, logger, secret: options.authSecret, memo }),
-    new EnrollmentReconciler({ client, caches, events, logger, image }),
+    new EnrollmentReconciler({ client, caches, events, logger, image, unenrollDeadlineMs: options.unenrollDeadlineMs }),
   ];
   const backoff = options.reconcileBackoff ?? { baseMs: 1000, maxMs: 300_000 };
   const controllers = reconcilers.map((reconciler) => {

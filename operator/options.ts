@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { ConfigReader } from '../lib/config-reader.ts';
 import { ConfigError } from '../lib/errors.ts';
 import type { ListenAddress } from '../lib/listen.ts';
+import { parseShareTls, type ShareTls } from './share-tls.ts';
 
 /** Validated operator settings (docs/operator.md; flags in `cli/operator.ts`). */
 export interface OperatorOptions {
@@ -17,13 +18,18 @@ export interface OperatorOptions {
   readonly ingress: ShareIngressOptions;
   readonly image: string;
   readonly leaderElect: boolean;
-  /** Lease used for leader election: `svc-operator` in the frontend Secret's namespace. */
+  /** Lease used for leader election: `--lease-name` (default `svc-operator`) in the frontend Secret's namespace. */
   readonly lease: { namespace: string; name: string };
   readonly identity: string;
   readonly metricsListen: ListenAddress;
   readonly concurrency: number;
   /** Deadline of one Kubernetes API call (`--kube-request-timeout`); default 30 s. */
   readonly requestTimeoutMs?: number;
+  /**
+   * How long after an AgentEnrollment's deletion the operator keeps trying to unenroll it at an
+   * unreachable controller before it drops the finalizer anyway (with a Warning Event).
+   */
+  readonly unenrollDeadlineMs: number;
 }
 
 export interface ShareIngressOptions {
@@ -34,6 +40,8 @@ export interface ShareIngressOptions {
    * Ready only once its Ingress has one. Off by default, since many controllers never write it.
    */
   readonly awaitAddress?: boolean;
+  /** TLS of share hosts; absent = none (share URLs are http). */
+  readonly tls?: ShareTls;
 }
 
 export interface OperatorFlags {
@@ -44,6 +52,9 @@ export interface OperatorFlags {
   ingressClass?: string;
   ingressAnnotation?: string[];
   ingressAwaitAddress?: boolean;
+  ingressTls?: string;
+  leaseName?: string;
+  unenrollDeadline?: string;
   image?: string;
   leaderElect?: boolean;
   metricsListen?: string;
@@ -80,6 +91,17 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
     if (eq <= 0) r.problem('--ingress-annotation', `must be key=value, got ${JSON.stringify(pair)}`);
     else annotations[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
+  const tls = parseShareTls(flags.ingressTls ?? 'none');
+  if (typeof tls === 'string') r.problem('--ingress-tls', tls);
+  const leaseName = flags.leaseName ?? 'svc-operator';
+  if (!DNS_SUBDOMAIN.test(leaseName) || leaseName.length > 253)
+    r.problem('--lease-name', `must be a Lease name, got ${JSON.stringify(leaseName)}`);
+  const unenrollDeadlineMs = parseMinutes(flags.unenrollDeadline ?? '10m');
+  if (unenrollDeadlineMs === undefined)
+    r.problem(
+      '--unenroll-deadline',
+      `must be minutes such as 10m (at least 1m), got ${JSON.stringify(flags.unenrollDeadline)}`,
+    );
   const image = flags.image ?? '';
   if (!image) r.problem('--image', 'required (the svc container image the share pods run)', 'required');
   else if (/\s/.test(image)) r.problem('--image', 'must not contain whitespace');
@@ -90,7 +112,14 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
   const requestTimeoutS = Number(flags.kubeRequestTimeout ?? '30');
   if (!Number.isInteger(requestTimeoutS) || requestTimeoutS < 1 || requestTimeoutS > 600)
     r.problem('--kube-request-timeout', `must be whole seconds 1-600, got ${JSON.stringify(flags.kubeRequestTimeout)}`);
-  if (r.problems.length > 0 || !frontendSecret || !authSecret || !metricsListen)
+  if (
+    r.problems.length > 0 ||
+    !frontendSecret ||
+    !authSecret ||
+    !metricsListen ||
+    typeof tls === 'string' ||
+    unenrollDeadlineMs === undefined
+  )
     throw new ConfigError('svc operator flags', r.problems);
   return {
     ...(scope === 'all' ? {} : { namespace: scope }),
@@ -100,16 +129,24 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
     ingress: {
       ...(ingressClass ? { className: ingressClass } : {}),
       annotations,
+      tls,
       ...(flags.ingressAwaitAddress ? { awaitAddress: true } : {}),
     },
     image,
     leaderElect: flags.leaderElect ?? false,
-    lease: { namespace: frontendSecret.namespace, name: 'svc-operator' },
+    lease: { namespace: frontendSecret.namespace, name: leaseName },
     identity: `${hostname()}_${randomBytes(4).toString('hex')}`,
     metricsListen,
     concurrency,
     requestTimeoutMs: requestTimeoutS * 1000,
+    unenrollDeadlineMs,
   };
+}
+
+/** `<n>m` (whole minutes, at least one) in milliseconds; undefined when malformed. */
+function parseMinutes(text: string): number | undefined {
+  const match = /^([1-9][0-9]{0,4})m$/.exec(text);
+  return match ? Number(match[1]) * 60_000 : undefined;
 }
 
 function namespacedName(

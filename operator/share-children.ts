@@ -28,6 +28,7 @@ import {
   type Share,
 } from '../lib/kube/resources.ts';
 import { deriveToken } from '../lib/token.ts';
+import { ingressTls } from './share-tls.ts';
 
 /** A Share spec that passed every check the CRD schema cannot make. */
 export interface ValidShare {
@@ -273,6 +274,7 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
       },
       spec: {
         ...(options.ingress?.className ? { ingressClassName: options.ingress.className } : {}),
+        ...withTls(ingressTls(options.ingress?.tls, `${share.token}.${options.domain}`, name)),
         rules: [
           {
             host: `${share.token}.${options.domain}`,
@@ -294,4 +296,8 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
     };
   }
   return children;
+}
+
+function withTls(tls: object[] | undefined): { tls?: object[] } {
+  return tls ? { tls } : {};
 }

@@ -27,6 +27,7 @@ import {
 import { childName, desiredShareChildren, frontendSecretName } from './share-children.ts';
 import { ShareMemo } from './share-memo.ts';
 import { ShareTokens } from './share-tokens.ts';
+import { shareTlsConfigured, tlsCondition } from './share-tls.ts';
 import { notServing as readinessOf } from './readiness.ts';
 import { createdSuffix, deploymentAvailable } from './status.ts';
 import type { Change, Watches } from './watches.ts';
@@ -134,7 +135,14 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
 
     const endpoints =
       valid.shareMode === 'public'
-        ? [frontendEndpoint(valid.token, domain, install?.ok ? install.value.oauth.endpointUrl : undefined)]
+        ? [
+            frontendEndpoint(
+              valid.token,
+              domain,
+              install?.ok ? install.value.oauth.endpointUrl : undefined,
+              shareTlsConfigured(ingress?.tls),
+            ),
+          ]
         : [];
     const deployment = this.live(DEPLOYMENTS, namespace, childName(name));
     const awaitIngress = children.ingress && ingress?.awaitAddress;
@@ -151,7 +159,10 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
       { token: valid.token, frontendEndpoints: endpoints },
       notServing,
       `Deployment ${childName(name)} available${awaitIngress ? '; Ingress admitted' : ''}`,
-      [deploymentAvailable(deployment, 'Deployment')],
+      [
+        deploymentAvailable(deployment, 'Deployment'),
+        ...(children.ingress ? [tlsCondition(ingress?.tls, childName(name))] : []),
+      ],
     );
     if (becameReady) {
       const url = endpoints[0] ? ` at ${endpoints[0]}` : '';

@@ -70,17 +70,26 @@ describe('installation', () => {
     expect(bad.ok).toBe(false);
     expect(JSON.stringify(bad)).not.toContain('short-secret');
   });
-  it('builds share URLs with the endpoint_url scheme and port', () => {
-    expect(frontendEndpoint('tok', 'share.example.com', new URL('https://auth.share.example.com'))).toBe(
+  it('builds share URLs with the endpoint_url port, https only when share hosts get TLS', () => {
+    expect(frontendEndpoint('tok', 'share.example.com', new URL('https://auth.share.example.com'), true)).toBe(
       'https://tok.share.example.com',
     );
-    expect(frontendEndpoint('tok', 'share.test', new URL('http://auth.share.test:8443'))).toBe(
+    expect(frontendEndpoint('tok', 'share.example.com', new URL('https://auth.share.example.com'), false)).toBe(
+      'http://tok.share.example.com',
+    );
+    expect(frontendEndpoint('tok', 'share.test', new URL('http://auth.share.test:8443'), false)).toBe(
       'http://tok.share.test:8443',
     );
   });
 });
 
 describe('parseOperatorFlags', () => {
+  const base = {
+    namespaceScope: 'all',
+    frontendSecret: 'svc-system/prod-frontend',
+    shareDomain: 'x.io',
+    image: 'svc:1',
+  };
   it('reports every bad flag at once', () => {
     expect(() =>
       parseOperatorFlags({ namespaceScope: 'Not_A_Namespace', frontendSecret: 'nope', metricsListen: 'x' }),
@@ -103,17 +112,35 @@ describe('parseOperatorFlags', () => {
       leaderElect: false,
     });
     expect(o.namespace).toBeUndefined();
-    expect(o.ingress).toEqual({ annotations: {} });
+    expect(o.ingress).toEqual({ annotations: {}, tls: { mode: 'none' } });
+    expect(o.unenrollDeadlineMs).toBe(600_000);
+  });
+  it('reads the Lease name, share TLS and unenroll deadline, naming what is malformed', () => {
+    const o = parseOperatorFlags({
+      ...base,
+      leaseName: 'edge-operator',
+      ingressTls: 'secret:wild',
+      unenrollDeadline: '3m',
+    });
+    expect(o.lease).toEqual({ namespace: 'svc-system', name: 'edge-operator' });
+    expect(o.ingress.tls).toEqual({ mode: 'secret', secretName: 'wild' });
+    expect(o.unenrollDeadlineMs).toBe(180_000);
+    for (const [flag, tls] of [
+      ['per-host', { mode: 'perHost' }],
+      ['default-certificate', { mode: 'defaultCertificate' }],
+      ['external', { mode: 'external' }],
+    ] as const)
+      expect(parseOperatorFlags({ ...base, ingressTls: flag }).ingress.tls).toEqual(tls);
+    expect(() =>
+      parseOperatorFlags({ ...base, leaseName: 'Bad_Lease', ingressTls: 'wildcard', unenrollDeadline: '30s' }),
+    ).toThrow(
+      /--ingress-tls: must be none, per-host.*\n.*--lease-name: must be a Lease name.*\n.*--unenroll-deadline/s,
+    );
+    expect(() => parseOperatorFlags({ ...base, ingressTls: 'secret:' })).toThrow(/--ingress-tls: secret:<name> needs/);
   });
   it('reads the share Ingress class and annotations, refusing malformed ones', () => {
-    const base = {
-      namespaceScope: 'all',
-      frontendSecret: 'svc-system/prod-frontend',
-      shareDomain: 'x.io',
-      image: 'svc:1',
-    };
     const o = parseOperatorFlags({ ...base, ingressClass: 'nginx', ingressAnnotation: ['a.io/b=c=d', 'e=f'] });
-    expect(o.ingress).toEqual({ className: 'nginx', annotations: { 'a.io/b': 'c=d', e: 'f' } });
+    expect(o.ingress).toEqual({ className: 'nginx', annotations: { 'a.io/b': 'c=d', e: 'f' }, tls: { mode: 'none' } });
     expect(() => parseOperatorFlags({ ...base, ingressClass: 'Bad Class', ingressAnnotation: ['novalue'] })).toThrow(
       /--ingress-class: must be an IngressClass name.*\n.*--ingress-annotation: must be key=value/s,
     );
