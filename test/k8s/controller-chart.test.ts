@@ -17,6 +17,7 @@ import { parsePublicFrontendConfig } from '../../sidecar/tunnel/public-frontend-
 import { locateHelm } from './binaries.ts';
 import {
   CHART,
+  CHART_OAUTH,
   RELEASE,
   RELEASE_NS,
   findObject,
@@ -196,18 +197,7 @@ describe('helm install with the controller', () => {
   let sa: { kubeconfigPath: string; kubeConfig: KubeConfig };
 
   beforeAll(async () => {
-    const out = await helm(
-      'install',
-      RELEASE,
-      CHART,
-      '-n',
-      RELEASE_NS,
-      '--create-namespace',
-      ...base(),
-      '--kubeconfig',
-      cp.kubeconfigPath,
-    );
-    if (out.code !== 0) throw new Error(`helm install failed: ${out.stderr}`);
+    await runner.install(cp.kubeconfigPath, ...base());
     sa = await cp.userKubeConfig(saUser, ['system:serviceaccounts', `system:serviceaccounts:${RELEASE_NS}`]);
   });
 
@@ -502,16 +492,7 @@ describe('public frontend values', () => {
 });
 
 describe('rendered public frontend', () => {
-  const oauth = {
-    endpoint_url: 'https://auth.share.example.com',
-    cookie_name: 'svc-auth-session',
-    cookie_domain: 'share.example.com',
-    session_lifetime: '6h',
-    intermediate_lifetime: '5m',
-    signing_key: 'chart-test-signing-key-0123456789abcdef',
-    encryption_key: 'chart-test-encryption-key-0123',
-    providers: [{ name: 'google', type: 'idp1', client_id: 'id', client_secret: 'chart-test-client-secret' }],
-  };
+  const oauth = CHART_OAUTH;
   let oauthValues: string;
   let objs: Obj[];
   beforeAll(async () => {
@@ -737,7 +718,7 @@ describe('rendered public frontend', () => {
     const clusterIp = httpPort(
       await template(...base(), ...publicFrontend, '--set', 'publicFrontend.service.nodePort=31080'),
     );
-    expect(clusterIp.ports.map((p) => p.nodePort)).toEqual([undefined, undefined]);
+    expect(clusterIp.ports.map((p) => p.nodePort)).toEqual([undefined]);
   });
 
   it('leaves out the credential Secret for an existing one, and the PDB and Ingress when disabled', async () => {

@@ -25,8 +25,22 @@ export function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}
   });
 }
 
+/** An `oauth:` section the chart's schema and the operator accept (one idp1 provider, test keys). */
+export const CHART_OAUTH = {
+  endpoint_url: 'https://auth.share.example.com',
+  cookie_name: 'svc-auth-session',
+  cookie_domain: 'share.example.com',
+  session_lifetime: '6h',
+  intermediate_lifetime: '5m',
+  signing_key: 'chart-test-signing-key-0123456789abcdef',
+  encryption_key: 'chart-test-encryption-key-0123',
+  providers: [{ name: 'google', type: 'idp1', client_id: 'id', client_secret: 'chart-test-client-secret' }],
+};
+
 export interface HelmRunner {
   helm(...args: string[]): Promise<Run>;
+  /** `helm install` of the chart as release `svc` in `svc-system` (created); throws with helm's stderr on failure. */
+  install(kubeconfigPath: string, ...args: string[]): Promise<Run>;
   /** `helm template` of the chart as release `svc` in `svc-system`; the rendered objects. */
   template(...args: string[]): Promise<Obj[]>;
 }
@@ -41,6 +55,21 @@ export function helmRunner(helmBin: string, work: string): HelmRunner {
     });
   return {
     helm,
+    async install(kubeconfigPath, ...args) {
+      const out = await helm(
+        'install',
+        RELEASE,
+        CHART,
+        '-n',
+        RELEASE_NS,
+        '--create-namespace',
+        ...args,
+        '--kubeconfig',
+        kubeconfigPath,
+      );
+      if (out.code !== 0) throw new Error(`helm install failed: ${out.stderr}`);
+      return out;
+    },
     async template(...args) {
       const out = await helm('template', RELEASE, CHART, '-n', RELEASE_NS, '--kube-version', KUBE_VERSION, ...args);
       if (out.code !== 0) throw new Error(`helm template failed: ${out.stderr}`);

@@ -17,6 +17,7 @@ import { parseInstallation } from '../../operator/installation.ts';
 import { locateHelm } from './binaries.ts';
 import {
   CHART,
+  CHART_OAUTH,
   KUBE_VERSION,
   RELEASE,
   RELEASE_NS,
@@ -34,13 +35,7 @@ import { rawRequest, serverSideApply } from './raw.ts';
 const ROOT = join(import.meta.dirname, '..', '..');
 
 const oauth = {
-  endpoint_url: 'https://auth.share.example.com',
-  cookie_name: 'svc-auth-session',
-  cookie_domain: 'share.example.com',
-  session_lifetime: '6h',
-  intermediate_lifetime: '5m',
-  signing_key: 'chart-test-signing-key-0123456789abcdef',
-  encryption_key: 'chart-test-encryption-key-0123',
+  ...CHART_OAUTH,
   providers: [
     {
       name: 'dev',
@@ -258,8 +253,11 @@ describe('rendered manifests', () => {
       '--share-domain=share.example.com',
       '--image=svc:1.2.3',
       '--leader-elect',
+      '--lease-name=svc-operator',
       '--metrics-listen=0.0.0.0:8080',
       '--concurrency=16',
+      '--unenroll-deadline=10m',
+      '--ingress-tls=none',
     ]);
     const [frontend] = containers(find(objs, 'Deployment', 'svc-auth'));
     expect(frontend?.args).toEqual(['frontend', '--config', '/etc/svc/frontend/config.yaml']);
@@ -338,19 +336,7 @@ describe('helm install into the real API server', () => {
   let sa: KubeConfig;
 
   beforeAll(async () => {
-    const out = await helm(
-      'install',
-      RELEASE,
-      CHART,
-      '-n',
-      RELEASE_NS,
-      '--create-namespace',
-      '-f',
-      oauthValues,
-      '--kubeconfig',
-      cp.kubeconfigPath,
-    );
-    if (out.code !== 0) throw new Error(`helm install failed: ${out.stderr}`);
+    const out = await runner.install(cp.kubeconfigPath, '-f', oauthValues);
     expect(out.stdout).toContain('svc 0.1.0 is installed in namespace svc-system');
     sa = (await cp.userKubeConfig(saUser, ['system:serviceaccounts', `system:serviceaccounts:${RELEASE_NS}`]))
       .kubeConfig;
