@@ -27,6 +27,13 @@ export interface FrontendLimits {
   readonly maxConnections: number;
   /** Silence allowed from a share's backend (waiting for its response, or between its bytes): then 504. */
   readonly backendTimeoutMs: number;
+  /**
+   * A request body streamed on to a backend (sidecar/upload-gate.ts) must bring at least
+   * `bodyMinBytesPerWindow` bytes in every window of this length, unless the backend is the one
+   * not reading; a slower one is cut (408), like nginx's `client_body_timeout` but for a rate.
+   */
+  readonly bodyRateWindowMs: number;
+  readonly bodyMinBytesPerWindow: number;
 }
 
 export const DEFAULT_FRONTEND_LIMITS: FrontendLimits = {
@@ -36,6 +43,8 @@ export const DEFAULT_FRONTEND_LIMITS: FrontendLimits = {
   maxConnectionsPerIp: 512,
   maxConnections: 8_192,
   backendTimeoutMs: 120_000,
+  bodyRateWindowMs: 30_000,
+  bodyMinBytesPerWindow: 30 * 1024,
 };
 
 /**

@@ -116,7 +116,7 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
     cookies,
     endpointUrl,
     proxy,
-    uploads: new UploadGate(),
+    uploads: new UploadGate(limits),
     metrics,
     log,
   };

@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { hasBody, sendReadAhead } from '../lib/http-pipe.ts';
+import type { FrontendLimits } from './connections.ts';
+import { sendPage } from './pages.ts';
 
 /**
  * A request body up to this size is read whole before the share's backend is contacted, so a
@@ -25,11 +27,16 @@ export const MAX_STREAMED_BODIES_PER_SHARE = 64;
 export class UploadGate {
   private readonly streaming = new Map<string, number>();
   private readonly waiting = new Map<string, (() => void)[]>();
+  private readonly rate: BodyRate;
+
+  constructor(limits: Pick<FrontendLimits, 'bodyRateWindowMs' | 'bodyMinBytesPerWindow'>) {
+    this.rate = new BodyRate(limits.bodyRateWindowMs, limits.bodyMinBytesPerWindow);
+  }
 
   admit(req: IncomingMessage, res: ServerResponse, share: string, go: () => void): void {
     if (!hasBody(req)) return go();
     const declared = Number(req.headers['content-length'] ?? Number.NaN);
-    if (declared > BODY_BUFFER_BYTES) return this.stream(res, share, go);
+    if (declared > BODY_BUFFER_BYTES) return this.stream(req, res, share, go);
     const chunks: Buffer[] = [];
     let length = 0;
     const onData = (chunk: Buffer): void => {
@@ -41,7 +48,7 @@ export class UploadGate {
       req.removeListener('end', onEnd);
       req.pause();
       req.unshift(Buffer.concat(chunks, length));
-      this.stream(res, share, go);
+      this.stream(req, res, share, go);
     };
     const onEnd = (): void => {
       sendReadAhead(req, Buffer.concat(chunks, length));
@@ -56,10 +63,11 @@ export class UploadGate {
     return this.streaming.get(share) ?? 0;
   }
 
-  private stream(res: ServerResponse, share: string, go: () => void): void {
+  private stream(req: IncomingMessage, res: ServerResponse, share: string, go: () => void): void {
     const start = (): void => {
       this.streaming.set(share, this.streamed(share) + 1);
       res.once('close', () => this.release(share));
+      this.rate.watch(req, res);
       go();
     };
     if (this.streamed(share) < MAX_STREAMED_BODIES_PER_SHARE) return start();
@@ -84,4 +92,71 @@ export class UploadGate {
     if (queue && queue.length === 0) this.waiting.delete(share);
     next?.();
   }
+}
+
+/** A streamed body: the connection's bytes read when its current window began. */
+interface Watched {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  since: number;
+  bytes: number;
+}
+
+/**
+ * The minimum rate of streamed bodies, kept by one sweep (a tenth of the window, at most a second)
+ * instead of a timer per upload. A window in which the request was paused (the backend not
+ * reading: backpressure) does not count against the visitor.
+ */
+class BodyRate {
+  private watched: Watched[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private readonly windowMs: number;
+  private readonly minBytes: number;
+
+  constructor(windowMs: number, minBytes: number) {
+    this.windowMs = windowMs;
+    this.minBytes = minBytes;
+  }
+
+  watch(req: IncomingMessage, res: ServerResponse): void {
+    this.watched.push({ req, res, since: Date.now(), bytes: req.socket.bytesRead });
+    this.timer ??= setInterval(() => this.sweep(), Math.max(10, Math.min(1_000, this.windowMs / 10))).unref();
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    this.watched = this.watched.filter((upload) => {
+      const { req, res } = upload;
+      if (req.complete || res.destroyed || res.writableEnded) return false;
+      const bytes = req.socket.bytesRead;
+      if (req.isPaused()) {
+        upload.since = now;
+        upload.bytes = bytes;
+        return true;
+      }
+      if (now - upload.since < this.windowMs) return true;
+      if (bytes - upload.bytes >= this.minBytes) {
+        upload.since = now;
+        upload.bytes = bytes;
+        return true;
+      }
+      cut(req, res);
+      return false;
+    });
+    if (this.watched.length === 0) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+}
+
+/**
+ * A body too slow: 408 and the connection closed when nothing was answered yet, else the connection
+ * cut; either way the request fails, and with it the backend request it was streamed into.
+ */
+function cut(req: IncomingMessage, res: ServerResponse): void {
+  sendPage(res, 408, 'Request timeout', 'The request body arrived too slowly.', { connection: 'close' });
+  // Destroyed with an error, so that the pipe to the backend (lib/http-pipe.ts) fails too: once the
+  // 408 is finished, Node's server no longer aborts the request when its connection closes.
+  res.once('finish', () => req.destroy(new Error('request body too slow')));
 }

@@ -7,6 +7,7 @@ import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { suiteFigures } from '../support/figures.ts';
 import { UNREACHABLE_IDP1, startTestFrontend, type TestFrontend } from '../support/frontend.ts';
 import { slowClient, type SlowClient } from '../support/raw-socket.ts';
+import { until } from '../support/until.ts';
 
 /**
  * Slow and greedy clients against a running frontend. A probe had held 50 connections open for 75 s
@@ -263,4 +264,73 @@ describe('trickled uploads do not take the backend connections other visitors ne
       `${statuses.filter((s) => s === 200).length}/${statuses.length}`,
     );
   }, 60_000);
+});
+
+describe('a streamed body must keep a minimum rate', () => {
+  const limits = { bodyRateWindowMs: 1_000, bodyMinBytesPerWindow: 1_024 };
+  /** A backend that reads an upload only after `pauseMs` (backpressure), then answers its length. */
+  let backendServer: Server;
+  let fe: TestFrontend;
+  let cutAtBackend = 0;
+  beforeAll(async () => {
+    backendServer = createServer((req, res) => {
+      const pauseMs = req.url === '/slow-reader' ? 3_000 : 0;
+      let length = 0;
+      req.pause();
+      setTimeout(() => {
+        req.on('data', (c: Buffer) => (length += c.length));
+        req.resume();
+      }, pauseMs);
+      req.on('aborted', () => (cutAtBackend += 1));
+      req.on('end', () => res.end(`got ${length}`));
+    });
+    await new Promise<void>((r) => backendServer.listen(0, '127.0.0.1', r));
+    const target = `http://127.0.0.1:${(backendServer.address() as AddressInfo).port}`;
+    fe = await startTestFrontend({ providers: [provider], shares: [{ token: 'open', target }], limits });
+  });
+  afterAll(async () => {
+    await fe?.close();
+    backendServer?.closeAllConnections();
+    await new Promise((r) => backendServer?.close(r));
+  });
+
+  it('a large body trickled below the rate is cut with 408, and its backend request with it', async () => {
+    const socket = connect(fe.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    let answer = '';
+    socket.on('data', (c: Buffer) => (answer += c.toString('latin1')));
+    const started = Date.now();
+    socket.write(`POST /upload HTTP/1.1\r\nHost: ${fe.host('open')}\r\nContent-Length: ${1024 * 1024}\r\n\r\n`);
+    const timer = setInterval(() => socket.writable && socket.write('x'.repeat(100)), 200);
+    await new Promise((r) => socket.once('close', r));
+    clearInterval(timer);
+    const cutMs = Date.now() - started;
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    await until(() => cutAtBackend > 0, 'the backend request cut');
+    figures.measure('streamed body at 500 B/s cut after (ms, minimum 1 KiB per 1 s window)', cutMs);
+  });
+
+  it('a body the backend is slow to read is not cut', async () => {
+    const body = Buffer.alloc(4 * 1024 * 1024, 'z');
+    const reply = await new Promise<string>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port: fe.port,
+          method: 'POST',
+          path: '/slow-reader',
+          agent: false,
+          headers: { host: fe.host('open'), 'content-length': String(body.length) },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve(`${res.statusCode ?? 0} ${text}`));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(reply).toBe(`200 got ${body.length}`);
+  });
 });
