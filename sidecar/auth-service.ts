@@ -21,7 +21,7 @@ export type RenewOutcome =
 
 /** The path of the internal renew call on the auth endpoint's internal port. */
 export const RENEW_PATH = '/internal/v1/renew';
-/** Headers of the internal call: which share asks, and its credential (sidecar/share-keys.ts). */
+/** Headers of the internal call: which share asks, and its credential (lib/share-keys.ts). */
 export const SHARE_HEADER = 'svc-share';
 /** A renew request is one sealed session entry (a cookie is at most 4000 bytes) in JSON. */
 const MAX_BODY_BYTES = 8192;

@@ -13,13 +13,8 @@ import { createProviders } from './providers/index.ts';
 import { failureOf, ProviderError, type Provider } from './providers/types.ts';
 import { allowedRedirect, shareUrl } from './redirects.ts';
 import { remoteRenewer, type RenewOutcome, type RenewService } from './auth-service.ts';
-import {
-  credentialMatches,
-  deriveShareCredential,
-  installationKeyRing,
-  shareKeyRing,
-  type KeyRing,
-} from './share-keys.ts';
+import { credentialMatches, deriveShareCredential } from '../lib/share-keys.ts';
+import { installationKeyRing, shareKeyRing, type KeyRing } from './share-keys.ts';
 import { localSharedState, type SharedState } from './shared-state.ts';
 import { sessionCookies, type Session, type SessionCookies } from './session.ts';
 import type { ShareSource } from '../lib/share/source.ts';

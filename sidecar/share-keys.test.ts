@@ -1,28 +1,15 @@
 import { describe, expect, it } from 'vitest';
+import { testSession } from '../test/support/session.ts';
 import { sessionCookies, type Session } from './session.ts';
-import {
-  credentialMatches,
-  deriveShareCredential,
-  deriveShareKeys,
-  installationKeyRing,
-  shareKeyRing,
-  type ShareIdentity,
-} from './share-keys.ts';
+import { credentialMatches, deriveShareCredential, deriveShareKeys, type ShareIdentity } from '../lib/share-keys.ts';
+import { installationKeyRing, shareKeyRing } from './share-keys.ts';
 
 const INSTALLATION = { signingKey: 's'.repeat(32), encryptionKey: 'e'.repeat(24) };
 const A: ShareIdentity = { token: 'alpha', instance: 'uid-a' };
 const B: ShareIdentity = { token: 'beta', instance: 'uid-b' };
 const options = { domain: 'example.com', secure: true };
-const session = (share: ShareIdentity): Session => ({
-  id: `sid-${share.token}`,
-  share: share.token,
-  instance: share.instance,
-  provider: 'corp',
-  email: 'a@example.com',
-  expiresAt: Date.now() + 3600_000,
-  checkedAt: Date.now(),
-  tokens: { refreshToken: 'r' },
-});
+const session = (share: ShareIdentity): Session =>
+  testSession({ share: share.token, instance: share.instance, provider: 'corp' });
 const cookieOf = (set: string): string => set.split(';')[0] ?? '';
 const only = (own: ShareIdentity) => (share: ShareIdentity) =>
   share.token === own.token && share.instance === own.instance;

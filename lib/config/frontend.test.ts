@@ -203,4 +203,41 @@ describe('frontend configuration', () => {
       'shares[2].instance: must be a string, got number 7',
     ]);
   });
+
+  it("accepts a share pod's form: the share's own keys, the auth endpoint, no client secret, one share", () => {
+    const doc = valid();
+    const o = doc.oauth as Record<string, unknown>;
+    o.providers = [{ name: 'corp', type: 'idp1', client_id: 'id' }];
+    o.auth_service = { url: 'http://svc-auth-internal.svc-system.svc:8081', credential: 'c'.repeat(43) };
+    doc.shares = [
+      { token: 'abc123', instance: 'uid-1', target: 'http://127.0.0.1:3000', oauth_provider: 'corp' } as never,
+    ];
+    const config = parseFrontendConfig(doc);
+    expect(config.oauth.authService?.url.href).toBe('http://svc-auth-internal.svc-system.svc:8081/');
+    expect(config.oauth.providers[0]?.clientSecret).toBe('');
+  });
+
+  it("reports every problem of a share pod's form at once", () => {
+    const doc = valid();
+    const o = doc.oauth as Record<string, unknown>;
+    o.auth_service = { url: 'http://auth.internal:8081/renew', credential: 'short', extra: 1 };
+    o.internal_address = '0.0.0.0:8081';
+    doc.shares.push({ token: 'two', target: 'http://127.0.0.1:3001' } as never);
+    expect(problemsOf(doc)).toEqual([
+      'oauth.auth_service.extra: unknown field (known: url, credential)',
+      'oauth.auth_service.url: must be a base URL without path, query, fragment or credentials',
+      'oauth.auth_service.credential: must be at least 32 characters, got 5',
+      'oauth.internal_address: only the auth endpoint (installation keys) serves share pods; remove it or auth_service',
+      "oauth.providers[0].client_secret: must not be set in a share pod's config (auth_service): the auth endpoint holds it",
+      "oauth.providers[1].client_secret: must not be set in a share pod's config (auth_service): the auth endpoint holds it",
+      "oauth.providers[2].client_secret: must not be set in a share pod's config (auth_service): the auth endpoint holds it",
+      'shares: must hold exactly the one share whose keys oauth.signing_key and oauth.encryption_key are (oauth.auth_service is set), got 2',
+    ]);
+  });
+
+  it('takes an internal listener for share pods only with the installation keys', () => {
+    const doc = valid();
+    (doc.oauth as Record<string, unknown>).internal_address = '0.0.0.0:8081';
+    expect(parseFrontendConfig(doc).oauth.internalAddress).toEqual({ host: '0.0.0.0', port: 8081 });
+  });
 });

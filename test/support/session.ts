@@ -12,8 +12,18 @@ export function mintSessionCookie(
   session: Partial<Session> & { share: string; provider: string },
   keys = { signing: TEST_SIGNING_KEY, encryption: TEST_ENCRYPTION_KEY },
 ): string {
-  const now = Date.now();
-  const full: Session = {
+  const full = testSession(session);
+  const ring = installationKeyRing({ signingKey: keys.signing, encryptionKey: keys.encryption });
+  const sealer = ring.sealerFor({ token: full.share, instance: full.instance });
+  return `svc-auth-session=${full.share}~${sealer?.seal('session', full, full.expiresAt) ?? ''}`;
+}
+
+/** A session valid for an hour from `now` (alice, an access token), with `session`'s fields over it. */
+export function testSession(
+  session: Partial<Session> & { share: string; provider: string },
+  now = Date.now(),
+): Session {
+  return {
     id: Math.random().toString(36).slice(2),
     email: 'alice@example.com',
     expiresAt: now + 3600_000,
@@ -23,7 +33,4 @@ export function mintSessionCookie(
     instance: session.share,
     ...session,
   };
-  const ring = installationKeyRing({ signingKey: keys.signing, encryptionKey: keys.encryption });
-  const sealer = ring.sealerFor({ token: full.share, instance: full.instance });
-  return `svc-auth-session=${full.share}~${sealer?.seal('session', full, full.expiresAt) ?? ''}`;
 }
