@@ -12,10 +12,11 @@ import { join } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
+import { desiredAccessChildren, validateAccess } from '../../operator/access-children.ts';
 import { desiredEnvironmentAgent, enrollmentSecret, type AgentEnrollment } from '../../operator/enrollment-children.ts';
 import { parseInstallation } from '../../operator/installation.ts';
 import { desiredShareChildren, validateShare } from '../../operator/share-children.ts';
-import type { KubeObject, Share } from '../../lib/kube/resources.ts';
+import type { Access, KubeObject, Share } from '../../lib/kube/resources.ts';
 import { suiteFigures } from '../support/figures.ts';
 import { until } from '../support/until.ts';
 import { locateHelm } from '../k8s/binaries.ts';
@@ -333,7 +334,7 @@ describe("the operator's credentials", () => {
     });
   });
 
-  it("admits the children the operator builds for a Share and for an AgentEnrollment's environment agent", async () => {
+  it("admits the children the operator builds for a Share, an Access and an AgentEnrollment's environment agent", async () => {
     const owner = (await serverSideApply(cp.kubeConfig, {
       apiVersion: 'svc.dev/v1alpha1',
       kind: 'Share',
@@ -355,6 +356,16 @@ describe("the operator's credentials", () => {
     for (const child of [children.secret, children.deployment, children.service, children.ingress]) {
       if (child) await apply(operator, child);
     }
+    const accessOwner = (await serverSideApply(cp.kubeConfig, {
+      apiVersion: 'svc.dev/v1alpha1',
+      kind: 'Access',
+      metadata: { name: 'db', namespace: TEAM },
+      spec: { shareToken: 'docs1', bindPort: 15432 },
+    } as KubernetesObject)) as Access;
+    const access = validateAccess(accessOwner);
+    if (!access.ok) throw new Error('test Access invalid');
+    const accessChildren = desiredAccessChildren(accessOwner, access.value, owner, IMAGE);
+    for (const child of [accessChildren.deployment, accessChildren.service]) await apply(operator, child);
     const enrollment = (await serverSideApply(cp.kubeConfig, {
       apiVersion: 'svc.dev/v1alpha1',
       kind: 'AgentEnrollment',
