@@ -338,6 +338,7 @@ describe('helm install into the real API server', () => {
   beforeAll(async () => {
     const out = await runner.install(cp.kubeconfigPath, '-f', oauthValues);
     expect(out.stdout).toContain('svc 0.1.0 is installed in namespace svc-system');
+    expect(out.stdout).toContain('Share hosts get no TLS (operator.shareIngress.tls.mode none)');
     sa = (await cp.userKubeConfig(saUser, ['system:serviceaccounts', `system:serviceaccounts:${RELEASE_NS}`]))
       .kubeConfig;
   });
