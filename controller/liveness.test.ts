@@ -13,7 +13,12 @@ describe('StoreLiveness', () => {
         mode === 'hang'
           ? new Promise(() => {})
           : mode === 'unreachable'
-            ? Promise.reject(new SvcError('kube_unreachable', 'GET: no answer within 1000 ms', { status: 503 }))
+            ? Promise.reject(
+                new SvcError('store_unavailable', 'controller store: no answer', {
+                  status: 503,
+                  cause: new SvcError('kube_unreachable', 'GET: no answer within 1000 ms', { status: 503 }),
+                }),
+              )
             : Promise.reject(new SvcError('not_found', 'no such account', { status: 404 })),
       close: () => Promise.resolve(),
     } as unknown as ControllerStore;

@@ -38,7 +38,7 @@ export class StoreLiveness {
               return answer;
             },
             (err: unknown) => {
-              this.settled(!(err instanceof SvcError && err.code === 'kube_unreachable'));
+              this.settled(!unreachable(err));
               throw err;
             },
           );
@@ -63,4 +63,12 @@ export class StoreLiveness {
     this.silentSince = Date.now();
     this.askedSinceAnswer = 0;
   }
+}
+
+/** The error, or one it was translated from (the store wraps API errors), says the store was not reached. */
+function unreachable(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof SvcError && e.code === 'kube_unreachable') return true;
+  }
+  return false;
 }

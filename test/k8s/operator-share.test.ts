@@ -229,6 +229,8 @@ describe('operator: Share on a real API server', () => {
       async () => ((await api(cp, paths.deployment('svc-share-drift'))).spec as { replicas: number }).replicas === 1,
       'replicas restored',
     );
+    // The restored Deployment has a new generation: Ready again once it reports it available.
+    await readyShare(cp, 'drift', 1);
   });
 
   it('reports a spec the schema cannot catch as Ready=False without retrying', async () => {
