@@ -114,7 +114,7 @@ function statusBlock(res: IncomingMessage, cookies: ShareCookies | undefined, ..
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const lower = name.toLowerCase();
-    let value: string | undefined = raw[i + 1];
+    let value: string | undefined = raw[i + 1] ?? '';
     if (lower === 'connection') listed = [...listed, ...connectionListed(value)];
     if (framing && (lower === 'transfer-encoding' || lower === 'connection' || lower === 'keep-alive')) continue;
     if (lower === 'set-cookie2') continue;
