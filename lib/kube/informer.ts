@@ -52,6 +52,12 @@ export interface InformerOptions {
    */
   readonly watchIdleMs?: number;
   readonly pageSize?: number;
+  /**
+   * Applied to every object before it is stored or handed to handlers (client-go's
+   * `SetTransform`): keeps only what the cache's readers use, so the cache's memory follows that
+   * and not the whole object (managedFields alone are often half of it).
+   */
+  readonly transform?: (obj: KubeObject) => KubeObject;
   readonly onRestart?: (reason: RestartReason) => void;
   readonly random?: () => number;
 }
@@ -63,6 +69,8 @@ const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 1000, maxMs: 30_000 };
  * watches from the list's resourceVersion with bookmarks; a watch that ends is resumed from the last
  * seen resourceVersion; `410 Gone` (expired resourceVersion) forces a relist whose differences are
  * delivered as add/update/delete; every other error is retried with jittered exponential backoff.
+ * A watch that hears nothing past its idle deadline is dropped and resumed (a dead connection need
+ * not say so), and `silentForMs` tells a health check how long the API server has not answered.
  * It never gives up and never exits the process: an API-server outage just means retries.
  */
 export class Informer<T extends KubeObject = KubeObject> {
@@ -167,7 +175,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         continue: continueToken,
       });
       this.lastContact = Date.now();
-      items.push(...(page.items as T[]));
+      for (const item of page.items) items.push(this.transformed(item));
       continueToken = page.metadata.continue || undefined;
       resourceVersion = page.metadata.resourceVersion ?? '';
     } while (continueToken);
@@ -218,6 +226,10 @@ export class Informer<T extends KubeObject = KubeObject> {
     this.options.onRestart?.('closed');
   }
 
+  private transformed(obj: KubeObject): T {
+    return (this.options.transform ? this.options.transform(obj) : obj) as T;
+  }
+
   private handleEvent(event: WatchEvent): void {
     const obj = event.object;
     if (event.type === 'ERROR') {
@@ -230,9 +242,9 @@ export class Informer<T extends KubeObject = KubeObject> {
       if (event.type === 'DELETED') {
         const old = this.cache.get(key);
         this.cache.delete(key);
-        this.emit((h) => h.onDelete?.((old ?? obj) as T));
+        this.emit((h) => h.onDelete?.(old ?? this.transformed(obj)));
       } else {
-        this.upsert(key, obj as T);
+        this.upsert(key, this.transformed(obj));
       }
     }
     if (rv) this.resourceVersion = rv;
