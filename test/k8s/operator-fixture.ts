@@ -202,9 +202,33 @@ export function condition(
 }
 
 /**
- * What a kubelet and the Deployment controller would report once the pod of a Deployment runs
- * (neither runs on this control plane): its status subresource says one replica of the current
- * generation is available. No-op while the Deployment does not exist or already says so.
+ * The status a Deployment controller writes once one replica of `generation` is available (what
+ * the tests and bench:operator write, as neither a kubelet nor that controller runs on envtest).
+ */
+export function availableStatus(generation: number): Record<string, unknown> {
+  const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return {
+    observedGeneration: generation,
+    replicas: 1,
+    updatedReplicas: 1,
+    readyReplicas: 1,
+    availableReplicas: 1,
+    conditions: [
+      {
+        type: 'Available',
+        status: 'True',
+        reason: 'MinimumReplicasAvailable',
+        message: 'Deployment has minimum availability.',
+        lastUpdateTime: now,
+        lastTransitionTime: now,
+      },
+    ],
+  };
+}
+
+/**
+ * Reports the Deployment's pod available (`availableStatus` in its status subresource). No-op
+ * while the Deployment does not exist or already says so.
  */
 export async function markAvailable(cp: ControlPlane, deploymentName: string, ns = NS): Promise<void> {
   const d = await getOrNone(cp, paths.deployment(deploymentName, ns));
@@ -212,29 +236,10 @@ export async function markAvailable(cp: ControlPlane, deploymentName: string, ns
   const generation = d.metadata.generation ?? 1;
   const status = d.status as { observedGeneration?: number; availableReplicas?: number } | undefined;
   if (status?.observedGeneration === generation && (status.availableReplicas ?? 0) >= 1) return;
-  const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
   await api(cp, `${paths.deployment(deploymentName, ns)}/status`, {
     method: 'PATCH',
     contentType: 'application/merge-patch+json',
-    body: {
-      status: {
-        observedGeneration: generation,
-        replicas: 1,
-        updatedReplicas: 1,
-        readyReplicas: 1,
-        availableReplicas: 1,
-        conditions: [
-          {
-            type: 'Available',
-            status: 'True',
-            reason: 'MinimumReplicasAvailable',
-            message: 'Deployment has minimum availability.',
-            lastUpdateTime: now,
-            lastTransitionTime: now,
-          },
-        ],
-      },
-    },
+    body: { status: availableStatus(generation) },
   });
 }
 
