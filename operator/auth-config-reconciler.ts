@@ -2,7 +2,7 @@ import { stringify as toYaml } from 'yaml';
 import type { Logger } from '../lib/logger.ts';
 import type { Caches } from './caches.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
-import type { Installation } from './installation.ts';
+import { AUTH_INTERNAL_PORT, type Installation } from './installation.ts';
 import type { InstallationView } from './installation-state.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { FRONTEND_CONFIG_FILE, FRONTEND_METRICS_PORT, FRONTEND_PORT } from './pod.ts';
@@ -37,9 +37,14 @@ function authFrontendConfig(installation: Installation, shares: readonly ValidSh
     .filter((s) => s.oauth)
     .sort((a, b) => a.token.localeCompare(b.token))
     .map((s) => shareEntry(s, `http://${childName(s.name)}.${s.namespace}.svc:80`));
-  // The listener is the pod's, whatever an existing Secret says (as for the per-share sidecars).
+  // The listeners are the pod's, whatever an existing Secret says (as for the per-share sidecars):
+  // the public one, and the internal one share pods ask (its own ClusterIP Service, no Ingress).
   return {
-    oauth: { ...installation.section, bind_address: `0.0.0.0:${FRONTEND_PORT}` },
+    oauth: {
+      ...installation.section,
+      bind_address: `0.0.0.0:${FRONTEND_PORT}`,
+      internal_address: `0.0.0.0:${AUTH_INTERNAL_PORT}`,
+    },
     shares: entries,
     metrics_address: `0.0.0.0:${FRONTEND_METRICS_PORT}`,
   };

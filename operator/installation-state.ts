@@ -1,6 +1,6 @@
 import type { Logger } from '../lib/logger.ts';
 import { problem, problemText } from '../lib/errors.ts';
-import { parseInstallation, type InstallationResult } from './installation.ts';
+import { authServiceUrl, parseInstallation, type InstallationResult } from './installation.ts';
 import type { KubeObject } from '../lib/kube/resources.ts';
 import type { WatchSource } from './watches.ts';
 
@@ -18,12 +18,14 @@ export interface InstallationView {
 export class InstallationState implements InstallationView {
   private readonly source: WatchSource;
   private readonly where: string;
+  private readonly authService: string;
   private readonly logger: Logger;
   private installation: InstallationResult | undefined;
 
   constructor(source: WatchSource, where: { namespace: string; name: string }, logger: Logger) {
     this.source = source;
     this.where = `${where.namespace}/${where.name}`;
+    this.authService = authServiceUrl(where);
     this.logger = logger;
     source.on({
       onAdd: (secret) => this.read(secret),
@@ -43,7 +45,7 @@ export class InstallationState implements InstallationView {
 
   private read(secret: KubeObject | undefined): void {
     const installation = secret
-      ? parseInstallation(secret.data as Record<string, string> | undefined)
+      ? parseInstallation(secret.data as Record<string, string> | undefined, this.authService)
       : { ok: false as const, problems: [problem('', 'the Secret does not exist', 'not_found')] };
     this.installation = installation;
     if (installation.ok)

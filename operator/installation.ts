@@ -8,12 +8,27 @@ const FRONTEND_SECRET_KEY = 'oauth.yaml';
 
 /**
  * The installation's frontend settings, read from the `<release>-frontend` Secret. `section` is the
- * raw `oauth:` mapping copied verbatim into each OAuth share's sidecar config; it holds client
- * secrets and keys, so it only ever goes into Secrets — never into status, Events or logs.
+ * raw `oauth:` mapping: it holds client secrets and keys, so it goes only into the auth endpoint's
+ * Secret in the release namespace — never into a share's namespace, status, Events or logs. A share
+ * pod gets a section made from it for its share alone (lib/config/share-pod.ts).
  */
 export interface Installation {
   readonly section: Record<string, unknown>;
   readonly oauth: OAuthConfig;
+  /** The auth endpoint's internal base URL, where share pods ask for what needs the client secret. */
+  readonly authServiceUrl: string;
+}
+
+/** The auth endpoint's internal port (container and `<release>-auth-internal` Service). */
+export const AUTH_INTERNAL_PORT = 8081;
+
+/**
+ * The in-cluster URL of the auth endpoint's internal Service of the release whose frontend Secret
+ * is `<release>-frontend` in `namespace` (charts/svc/templates/auth.yaml).
+ */
+export function authServiceUrl(frontendSecret: { namespace: string; name: string }): string {
+  const release = frontendSecret.name.replace(/-frontend$/, '');
+  return `http://${release}-auth-internal.${frontendSecret.namespace}.svc:${AUTH_INTERNAL_PORT}`;
 }
 
 export type InstallationResult = Result<Installation>;
@@ -22,7 +37,10 @@ export type InstallationResult = Result<Installation>;
  * Parses the Secret's `oauth.yaml`: either the `oauth:` section itself or a document with a
  * top-level `oauth:` key. Problems name fields, never values of secret fields.
  */
-export function parseInstallation(data: Record<string, string> | undefined): InstallationResult {
+export function parseInstallation(
+  data: Record<string, string> | undefined,
+  authService = authServiceUrl({ namespace: 'svc-system', name: 'svc-frontend' }),
+): InstallationResult {
   const encoded = data?.[FRONTEND_SECRET_KEY];
   if (encoded === undefined)
     return { ok: false, problems: [problem('', `key ${FRONTEND_SECRET_KEY} is missing`, 'required')] };
@@ -40,7 +58,7 @@ export function parseInstallation(data: Record<string, string> | undefined): Ins
   const oauth = readOAuth(r, section);
   if (!oauth || r.problems.length > 0 || !isMapping(section))
     return { ok: false, problems: r.problems.length > 0 ? r.problems : [problem('oauth', 'must be a mapping')] };
-  return { ok: true, value: { section, oauth } };
+  return { ok: true, value: { section, oauth, authServiceUrl: authService } };
 }
 
 /**

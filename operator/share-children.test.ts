@@ -5,6 +5,7 @@ import { parseInstallation, type Installation } from './installation.ts';
 import type { Share } from '../lib/kube/resources.ts';
 import { desiredShareChildren, validateShare, type ValidShare } from './share-children.ts';
 import { deriveToken } from '../lib/token.ts';
+import { deriveShareKeys } from '../lib/share-keys.ts';
 
 const section = {
   bind_address: '0.0.0.0:8443',
@@ -143,8 +144,23 @@ describe('desiredShareChildren', () => {
     const config = parseYaml(
       Buffer.from((c.secret?.data as Record<string, string>)['config.yaml'] ?? '', 'base64').toString(),
     ) as Record<string, unknown>;
+    // The share's own keys and no client secret: nothing in its namespace works for another share.
+    const keys = deriveShareKeys(
+      { signingKey: section.signing_key, encryptionKey: section.encryption_key },
+      {
+        token: 'sec',
+        instance: 'uid-1',
+      },
+    );
     expect(config).toEqual({
-      oauth: { ...section, bind_address: '0.0.0.0:8080' },
+      oauth: {
+        ...section,
+        bind_address: '0.0.0.0:8080',
+        signing_key: keys.signingKey,
+        encryption_key: keys.encryptionKey,
+        providers: [{ name: 'google', type: 'idp1', client_id: 'id' }],
+        auth_service: { url: 'http://svc-auth-internal.svc-system.svc:8081', credential: expect.any(String) as string },
+      },
       shares: [
         {
           token: 'sec',

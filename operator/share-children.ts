@@ -4,6 +4,7 @@ import { errorText, problem, type Problem, type Result } from '../lib/errors.ts'
 import { CRD_SHARE_FIELDS } from '../lib/share/surfaces.ts';
 import { storedOAuth, validateShareSpec, type ShareInput, type ShareRules } from '../lib/share/validate.ts';
 import { parseFrontendConfig } from '../lib/config/frontend.ts';
+import { sharePodOAuthSection } from '../lib/config/share-pod.ts';
 import type { Installation } from './installation.ts';
 import {
   AGENT_PORT,
@@ -135,13 +136,17 @@ function volumeTargetProblem(target: string): { message: string; code: ProblemCo
 }
 
 /**
- * The OAuth sidecar's config file: the installation's `oauth:` section (listening on the pod's
- * frontend port) and this one share, proxied to the target itself (a `proxy` share) or to the
- * agent's file server on loopback (a `web` share).
+ * The OAuth sidecar's config file: a share pod's `oauth:` section made for this share alone (its
+ * derived keys, no client secret, the auth endpoint's internal URL and its credential there;
+ * lib/config/share-pod.ts), listening on the pod's frontend port, and this one share, proxied to the
+ * target itself (a `proxy` share) or to the agent's file server on loopback (a `web` share). No
+ * installation-wide secret goes into the share's namespace.
  */
 function sidecarConfig(share: ValidShare, installation: Installation): Record<string, unknown> {
+  const identity = { token: share.token, instance: share.instance };
+  const section = sharePodOAuthSection(installation.section, installation.oauth, identity, installation.authServiceUrl);
   return {
-    oauth: { ...installation.section, bind_address: `0.0.0.0:${FRONTEND_PORT}` },
+    oauth: { ...section, bind_address: `0.0.0.0:${FRONTEND_PORT}` },
     shares: [shareEntry(share, share.backendMode === 'proxy' ? share.target : `http://127.0.0.1:${AGENT_PORT}`)],
     metrics_address: `0.0.0.0:${FRONTEND_METRICS_PORT}`,
   };

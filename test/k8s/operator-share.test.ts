@@ -139,14 +139,17 @@ describe('operator: Share on a real API server', () => {
     expectOwned(secret, 'secure');
     const config = parseYaml(decodeSecret(secret, 'config.yaml')) as Record<string, unknown>;
     expect(config.metrics_address).toBe('0.0.0.0:9090');
+    // The share's own section: none of the installation's secrets (docs/kubernetes.md, "What a tenant namespace holds").
     expect(config.oauth).toMatchObject({
       bind_address: '0.0.0.0:8080',
       endpoint_url: 'http://auth.share.test:8443',
-      signing_key: SECRET_VALUES.signingKey,
+      auth_service: { url: `http://svc-auth-internal.${RELEASE_NS}.svc:8081` },
     });
+    for (const value of Object.values(SECRET_VALUES)) expect(JSON.stringify(config)).not.toContain(value);
     expect(config.shares).toEqual([
       {
         token: 'secure-docs',
+        instance: share.metadata.uid,
         target: 'http://internal.default.svc',
         oauth_provider: 'dev',
         oauth_email_address_patterns: ['*@example.com'],
