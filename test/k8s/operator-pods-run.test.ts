@@ -7,9 +7,13 @@
  * What a kubelet and the cluster network would do is done here explicitly, and only that: Secret
  * volumes become files in a temp dir (mount paths rewritten), each container port gets a local port
  * (the pod's fixed ports 9000/8080/9090 could collide with other processes on this machine), and
- * the in-cluster Service URL of a share is mapped to its agent's local address.
+ * the in-cluster Service URL of a share is mapped to its agent's local address. For the OAuth
+ * share the auth endpoint runs too (from the config the operator writes into the release
+ * namespace, as the chart's auth Deployment does), and a host-routing proxy on the public port
+ * stands for the Ingress: `auth.*` to the auth endpoint, share hosts to the share pod.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, request, type Server } from 'node:http';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,6 +59,7 @@ let operator: TestOperator;
 let idp: DevIdentityProvider;
 let backend: EchoBackend;
 let publicPort: number;
+let ingress: Server | undefined;
 let workDir: string;
 const children: { name: string; child: ChildProcess; output: string[] }[] = [];
 
@@ -99,11 +104,64 @@ afterAll(async () => {
     }
   }
   await operator?.close();
+  await new Promise((r) => (ingress ? ingress.close(r) : r(undefined)));
   await idp?.close();
   await backend?.close();
   await cp?.stop();
   if (workDir) await rm(workDir, { recursive: true, force: true });
 });
+
+/** An Ingress stand-in on `port`: each request goes to the local port `route` gives its host. */
+async function startIngress(port: number, route: (hostname: string) => number): Promise<Server> {
+  const server = createServer((req, res) => {
+    const hostname = (req.headers.host ?? '').replace(/:\d+$/, '');
+    const upstream = request(
+      { host: '127.0.0.1', port: route(hostname), method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.writeHead(502).end());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return server;
+}
+
+/** Runs the auth endpoint from the operator's `<release>-auth-frontend` Secret, as the chart's auth Deployment does. */
+async function runAuthEndpoint(ports: Map<number, number>): Promise<void> {
+  const secret = await eventually(async () => {
+    const s = await api(cp, paths.secret('svc-auth-frontend', 'svc-system'));
+    return Buffer.from(s.data?.['config.yaml'] ?? '', 'base64')
+      .toString('utf8')
+      .includes('token: live')
+      ? s
+      : undefined;
+  }, 'auth endpoint config listing the share');
+  const dir = join(workDir, 'svc-auth');
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, 'config.yaml');
+  await writeFile(
+    file,
+    rewriter(ports, new Map())(Buffer.from(secret.data?.['config.yaml'] ?? '', 'base64').toString('utf8')),
+  );
+  const child = spawn(process.execPath, [SVC, 'frontend', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  child.stdout?.on('data', (d: Buffer) => output.push(d.toString()));
+  child.stderr?.on('data', (d: Buffer) => output.push(d.toString()));
+  children.push({ name: 'svc-auth/frontend', child, output });
+  await eventually(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`auth endpoint exited: ${output.join('')}`);
+      const res = await fetch(`http://127.0.0.1:${ports.get(9090)}/readyz`);
+      await res.arrayBuffer();
+      return res.ok;
+    },
+    'auth endpoint ready',
+    30_000,
+  );
+}
 
 /** Rewrites `0.0.0.0:<p>` / `127.0.0.1:<p>` for mapped pod ports, and Service URLs to local addresses. */
 function rewriter(ports: Map<number, number>, services: Map<string, string>): (text: string) => string {
@@ -186,14 +244,24 @@ describe('the pod specs the operator writes really run', () => {
       oauth: { provider: 'dev', emailAddressPatterns: ['*@example.com'] },
     });
     await readyShare(cp, 'live', 1);
+    const [sharePort, authPort, internalPort] = [await freePort(), await freePort(), await freePort()];
+    await runAuthEndpoint(
+      new Map([
+        [8080, authPort],
+        [8081, internalPort],
+        [9090, await freePort()],
+      ]),
+    );
     await runPod(
       'svc-share-live',
       new Map([
         [9000, await freePort()],
-        [8080, publicPort],
+        [8080, sharePort],
         [9090, await freePort()],
       ]),
+      new Map([['http://svc-auth-internal.svc-system.svc:8081', `http://127.0.0.1:${internalPort}`]]),
     );
+    ingress = await startIngress(publicPort, (hostname) => (hostname.startsWith('auth.') ? authPort : sharePort));
 
     const browser = await launchBrowser();
     try {
