@@ -29,6 +29,10 @@ export function registerOperatorCommands(program: Command): void {
       'a Share is Ready only once its Ingress has a load-balancer address (for ingress controllers that write one)',
       false,
     )
+    .option(
+      '--pod-settings <json>',
+      'settings of share, access and environment-agent pods as JSON: imagePullSecrets, imagePullPolicy, resources, nodeSelector, tolerations, affinity, priorityClassName, labels, annotations',
+    )
     .option('--leader-elect', 'elect a leader on a coordination.k8s.io Lease (run several replicas)', false)
     .option('--lease-name <name>', 'the leader-election Lease in the frontend Secret namespace', 'svc-operator')
     .option(

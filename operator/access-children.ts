@@ -12,6 +12,7 @@ import {
   type Share,
 } from '../lib/kube/resources.ts';
 import { childName as shareChildName } from './share-children.ts';
+import { applyPodSettings, type PodSettings } from './pod-settings.ts';
 
 export const DEFAULT_BIND_PORT = 8080;
 const MAX_NAME = 63 - 'svc-access-'.length;
@@ -67,6 +68,7 @@ export function desiredAccessChildren(
   access: ValidAccess,
   share: Share,
   image: string,
+  pods?: PodSettings,
 ): { deployment: KubeObject; service: KubeObject } {
   const name = accessChildName(access.name);
   const labels = { [MANAGED_BY_LABEL]: MANAGED_BY, [ACCESS_LABEL]: access.name };
@@ -108,5 +110,5 @@ export function desiredAccessChildren(
       ports: [{ name: 'http', port: access.bindPort, targetPort: access.bindPort, protocol: 'TCP' }],
     },
   };
-  return { deployment, service };
+  return { deployment: applyPodSettings(deployment, pods), service };
 }

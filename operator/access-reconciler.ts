@@ -28,6 +28,7 @@ import { deriveToken } from '../lib/token.ts';
 import { notServing as readinessOf } from './readiness.ts';
 import { createdSuffix, deploymentAvailable } from './status.ts';
 import type { Change, Watches } from './watches.ts';
+import type { PodSettings } from './pod-settings.ts';
 
 export interface AccessReconcilerDeps {
   readonly client: KubeClient;
@@ -35,6 +36,8 @@ export interface AccessReconcilerDeps {
   readonly events: EventRecorder;
   readonly logger: Logger;
   readonly image: string;
+  /** Settings of the access pods (operator/pod-settings.ts). */
+  readonly pods?: PodSettings;
 }
 
 /** The status fields this reconciler writes besides the conditions. */
@@ -94,7 +97,7 @@ export class AccessReconciler extends ObjectReconciler<AccessReconcilerDeps, Acc
       );
     }
 
-    const children = desiredAccessChildren(access, valid, share, image);
+    const children = desiredAccessChildren(access, valid, share, image, this.deps.pods);
     const childName = accessChildName(name);
     const created: string[] = [];
     const [deployment, service] = await Promise.all([

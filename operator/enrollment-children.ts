@@ -2,6 +2,7 @@ import type { EnrollmentFile } from '../lib/remoting/files.ts';
 import type { ConditionReason } from '../lib/error-codes.ts';
 import { SvcError, problem, type Problem, type Result } from '../lib/errors.ts';
 import { agentResources, containerSecurityContext, podSecurityContext, tmpMount, tmpVolume } from './pod.ts';
+import { applyPodSettings, type PodSettings } from './pod-settings.ts';
 import {
   AGENT_ENROLLMENTS,
   MANAGED_BY,
@@ -149,6 +150,7 @@ export function desiredEnvironmentAgent(
   owner: AgentEnrollment,
   enrollment: EnrollmentFile,
   image: string,
+  pods?: PodSettings,
 ): { serviceAccount: KubeObject; role: KubeObject; roleBinding: KubeObject; deployment: KubeObject } {
   const name = enrollmentChildName(owner.metadata.name);
   const namespace = owner.metadata.namespace ?? '';
@@ -238,7 +240,7 @@ export function desiredEnvironmentAgent(
       },
     },
   };
-  return { serviceAccount, role, roleBinding, deployment };
+  return { serviceAccount, role, roleBinding, deployment: applyPodSettings(deployment, pods) };
 }
 
 /**

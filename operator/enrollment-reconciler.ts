@@ -32,6 +32,7 @@ import {
 } from '../lib/kube/resources.ts';
 import { deploymentAvailable } from './status.ts';
 import type { Watches } from './watches.ts';
+import type { PodSettings } from './pod-settings.ts';
 
 export interface EnrollmentReconcilerDeps {
   readonly client: KubeClient;
@@ -39,6 +40,8 @@ export interface EnrollmentReconcilerDeps {
   readonly events: EventRecorder;
   readonly logger: Logger;
   readonly image: string;
+  /** Settings of the environment-agent pods (operator/pod-settings.ts). */
+  readonly pods?: PodSettings;
   /** The controller API client (lib/api-client.ts); replaceable in tests. */
   readonly callApi?: typeof callApi;
   /** How long after deletion unenrolling is retried before the finalizer is dropped anyway; default 10 min. */
@@ -233,7 +236,7 @@ export class EnrollmentReconciler extends ObjectReconciler<
 
   private async applyAgent(e: AgentEnrollment, enrollment: EnrollmentFile): Promise<void> {
     const { client, caches, image } = this.deps;
-    const children = desiredEnvironmentAgent(e, enrollment, image);
+    const children = desiredEnvironmentAgent(e, enrollment, image, this.deps.pods);
     await Promise.all([
       client.apply(objectPath(SERVICE_ACCOUNTS, children.serviceAccount), children.serviceAccount),
       client.apply(objectPath(ROLES, children.role), children.role),

@@ -86,6 +86,7 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
   const installation = new InstallationState(caches.frontendSecret, options.frontendSecret, logger);
   const events = new EventRecorder(client, logger, options.identity);
   const { image } = options;
+  const pods = options.podSettings;
   const memo = new ShareMemo(caches.shares);
   const reconcilers: Reconciler[] = [
     new ShareReconciler({
@@ -97,11 +98,20 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
       image,
       domain: options.shareDomain,
       ingress: options.ingress,
+      pods,
       memo,
     }),
-    new AccessReconciler({ client, caches, events, logger, image }),
+    new AccessReconciler({ client, caches, events, logger, image, pods }),
     new AuthConfigReconciler({ client, caches, installation, logger, secret: options.authSecret, memo }),
-    new EnrollmentReconciler({ client, caches, events, logger, image, unenrollDeadlineMs: options.unenrollDeadlineMs }),
+    new EnrollmentReconciler({
+      client,
+      caches,
+      events,
+      logger,
+      image,
+      pods,
+      unenrollDeadlineMs: options.unenrollDeadlineMs,
+    }),
   ];
   const backoff = options.reconcileBackoff ?? { baseMs: 1000, maxMs: 300_000 };
   const controllers = reconcilers.map((reconciler) => {

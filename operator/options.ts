@@ -4,6 +4,7 @@ import { ConfigReader } from '../lib/config-reader.ts';
 import { ConfigError } from '../lib/errors.ts';
 import type { ListenAddress } from '../lib/listen.ts';
 import { parseShareTls, type ShareTls } from './share-tls.ts';
+import { parsePodSettings, type PodSettings } from './pod-settings.ts';
 
 /** Validated operator settings (docs/operator.md; flags in `cli/operator.ts`). */
 export interface OperatorOptions {
@@ -17,6 +18,8 @@ export interface OperatorOptions {
   /** How share Ingresses are served: class and annotations (e.g. cert-manager's) copied onto each. */
   readonly ingress: ShareIngressOptions;
   readonly image: string;
+  /** Settings of the share, access and environment-agent pods (`--pod-settings`); {} = none. */
+  readonly podSettings: PodSettings;
   readonly leaderElect: boolean;
   /** Lease used for leader election: `--lease-name` (default `svc-operator`) in the frontend Secret's namespace. */
   readonly lease: { namespace: string; name: string };
@@ -56,6 +59,7 @@ export interface OperatorFlags {
   leaseName?: string;
   unenrollDeadline?: string;
   image?: string;
+  podSettings?: string;
   leaderElect?: boolean;
   metricsListen?: string;
   concurrency?: string;
@@ -105,6 +109,7 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
   const image = flags.image ?? '';
   if (!image) r.problem('--image', 'required (the svc container image the share pods run)', 'required');
   else if (/\s/.test(image)) r.problem('--image', 'must not contain whitespace');
+  const podSettings = parsePodSettings(flags.podSettings, r.problems);
   const metricsListen = r.listenAddress(flags.metricsListen ?? '0.0.0.0:8080', '--metrics-listen');
   const concurrency = Number(flags.concurrency ?? '16');
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
@@ -133,6 +138,7 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
       ...(flags.ingressAwaitAddress ? { awaitAddress: true } : {}),
     },
     image,
+    podSettings,
     leaderElect: flags.leaderElect ?? false,
     lease: { namespace: frontendSecret.namespace, name: leaseName },
     identity: `${hostname()}_${randomBytes(4).toString('hex')}`,

@@ -30,6 +30,7 @@ import {
 } from '../lib/kube/resources.ts';
 import { deriveToken } from '../lib/token.ts';
 import { ingressTls } from './share-tls.ts';
+import { applyPodSettings, type PodSettings } from './pod-settings.ts';
 
 /** A Share spec that passed every check the CRD schema cannot make. */
 export interface ValidShare {
@@ -181,6 +182,8 @@ export interface ShareChildOptions {
   readonly domain: string;
   readonly ingress?: ShareIngressOptions;
   readonly installation?: Installation;
+  /** The installation's share pod settings (pull secrets, scheduling, resources, labels). */
+  readonly pods?: PodSettings;
 }
 
 /** Everything a Share is reconciled into (docs/operator.md, "Share children"). */
@@ -252,10 +255,10 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
       volumeMounts: [tmpMount, { name: 'frontend-config', mountPath: FRONTEND_CONFIG_DIR, readOnly: true }],
     });
   }
-  const deployment = podDeployment(metadata(name), { [SHARE_LABEL]: share.name }, labels, 'share', {
-    containers,
-    volumes,
-  });
+  const deployment = applyPodSettings(
+    podDeployment(metadata(name), { [SHARE_LABEL]: share.name }, labels, 'share', { containers, volumes }),
+    options.pods,
+  );
   const service: KubeObject = {
     apiVersion: 'v1',
     kind: 'Service',

@@ -31,6 +31,7 @@ import { shareTlsConfigured, tlsCondition } from './share-tls.ts';
 import { notServing as readinessOf } from './readiness.ts';
 import { createdSuffix, deploymentAvailable } from './status.ts';
 import type { Change, Watches } from './watches.ts';
+import type { PodSettings } from './pod-settings.ts';
 
 export interface ShareReconcilerDeps {
   readonly client: KubeClient;
@@ -41,6 +42,8 @@ export interface ShareReconcilerDeps {
   readonly image: string;
   readonly domain: string;
   readonly ingress?: ShareIngressOptions;
+  /** Settings of the share pods (operator/pod-settings.ts). */
+  readonly pods?: PodSettings;
   /** Shared with the auth-config reconciler, which validates the same Shares; one of its own if absent. */
   readonly memo?: ShareMemo;
 }
@@ -113,6 +116,7 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
         domain,
         ...(ingress ? { ingress } : {}),
         ...(installed ? { installation: installed } : {}),
+        ...(this.deps.pods ? { pods: this.deps.pods } : {}),
       }),
     );
     const created: string[] = [];

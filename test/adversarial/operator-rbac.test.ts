@@ -19,6 +19,7 @@ import { desiredShareChildren, validateShare } from '../../operator/share-childr
 import type { Access, KubeObject, Share } from '../../lib/kube/resources.ts';
 import { suiteFigures } from '../support/figures.ts';
 import { until } from '../support/until.ts';
+import { POD_SETTINGS } from '../support/pod-settings.ts';
 import { locateHelm } from '../k8s/binaries.ts';
 import { CHART_OAUTH, RELEASE, RELEASE_NS, helmRunner, type HelmRunner } from '../k8s/helm-runner.ts';
 import { startControlPlane, type ControlPlane } from '../k8s/envtest.ts';
@@ -334,7 +335,11 @@ describe("the operator's credentials", () => {
     });
   });
 
-  it("admits the children the operator builds for a Share, an Access and an AgentEnrollment's environment agent", async () => {
+  it("admits the children the operator builds for a Share, an Access and an AgentEnrollment's environment agent, with the share pod settings", async () => {
+    await rawRequest(cp.kubeConfig, '/apis/scheduling.k8s.io/v1/priorityclasses', {
+      method: 'POST',
+      body: { metadata: { name: 'tenant-low' }, value: 100 },
+    });
     const owner = (await serverSideApply(cp.kubeConfig, {
       apiVersion: 'svc.dev/v1alpha1',
       kind: 'Share',
@@ -352,6 +357,7 @@ describe("the operator's credentials", () => {
       domain: 'share.example.com',
       ingress: { annotations: {}, tls: { mode: 'perHost' } },
       installation: installation.value,
+      pods: POD_SETTINGS,
     });
     for (const child of [children.secret, children.deployment, children.service, children.ingress]) {
       if (child) await apply(operator, child);
@@ -364,7 +370,7 @@ describe("the operator's credentials", () => {
     } as KubernetesObject)) as Access;
     const access = validateAccess(accessOwner);
     if (!access.ok) throw new Error('test Access invalid');
-    const accessChildren = desiredAccessChildren(accessOwner, access.value, owner, IMAGE);
+    const accessChildren = desiredAccessChildren(accessOwner, access.value, owner, IMAGE, POD_SETTINGS);
     for (const child of [accessChildren.deployment, accessChildren.service]) await apply(operator, child);
     const enrollment = (await serverSideApply(cp.kubeConfig, {
       apiVersion: 'svc.dev/v1alpha1',
@@ -381,7 +387,7 @@ describe("the operator's credentials", () => {
       controller: { zId: 'ctl', publicKey: 'pk' },
       enrolledAt: new Date().toISOString(),
     };
-    const agent = desiredEnvironmentAgent(enrollment, file, IMAGE);
+    const agent = desiredEnvironmentAgent(enrollment, file, IMAGE, POD_SETTINGS);
     await apply(
       operator,
       enrollmentSecret(enrollment, { controllerUrl: file.apiEndpoint, envZId: 'env1', enrollment: file }),

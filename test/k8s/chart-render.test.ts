@@ -13,6 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify as toYaml } from 'yaml';
 import { locateHelm } from './binaries.ts';
 import { CHART, KUBE_VERSION, RELEASE_NS, findObject, helmRunner, type HelmRunner, type Obj } from './helm-runner.ts';
+import type { Problem } from '../../lib/errors.ts';
+import { parsePodSettings } from '../../operator/pod-settings.ts';
 
 const DOC = join(import.meta.dirname, '..', '..', 'docs', 'kubernetes.md');
 
@@ -243,5 +245,73 @@ describe('the operator', () => {
     );
     expect(out.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
     expect(out.code).toBe(0);
+  });
+});
+
+describe('share pod settings (operator.sharePods)', () => {
+  /** The operator's --pod-settings as the operator itself parses it. */
+  const podSettings = (objs: Obj[]): { settings: unknown; problems: Problem[] } => {
+    const arg = operatorArgs(objs).find((a) => a.startsWith('--pod-settings=')) ?? '';
+    const problems: Problem[] = [];
+    return { settings: parsePodSettings(arg.slice('--pod-settings='.length), problems), problems };
+  };
+
+  it('default to the chart image pull policy and pull secrets', async () => {
+    expect(podSettings(await runner.template(...domain))).toEqual({
+      settings: { imagePullPolicy: 'IfNotPresent' },
+      problems: [],
+    });
+    const objs = await runner.template(
+      ...domain,
+      '--set',
+      'imagePullSecrets[0].name=chart-creds,image.pullPolicy=Always',
+    );
+    expect(podSettings(objs).settings).toEqual({
+      imagePullPolicy: 'Always',
+      imagePullSecrets: [{ name: 'chart-creds' }],
+    });
+  });
+
+  it('reach the operator whole and valid', async () => {
+    const sharePods = {
+      imagePullSecrets: [{ name: 'registry-creds' }],
+      pullPolicy: 'Always',
+      resources: { requests: { cpu: '25m', memory: '96Mi' }, limits: { memory: '300Mi' } },
+      nodeSelector: { pool: 'shares' },
+      tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'shares: "x" # y', effect: 'NoSchedule' }],
+      affinity: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [] } },
+      priorityClassName: 'tenant-low',
+      podLabels: { team: 'platform' },
+      podAnnotations: { 'example.com/note': 'a: b # c' },
+    };
+    const values = await valuesFile('share-pods.yaml', { operator: { sharePods } });
+    const { pullPolicy, podLabels, podAnnotations, ...same } = sharePods;
+    expect(podSettings(await runner.template(...domain, '-f', values))).toEqual({
+      settings: { ...same, imagePullPolicy: pullPolicy, labels: podLabels, annotations: podAnnotations },
+      problems: [],
+    });
+  });
+
+  it.each([
+    ['an unknown setting', 'operator.sharePods.hostNetwork=true', "at '/operator/sharePods'"],
+    [
+      'a pull policy it does not know',
+      'operator.sharePods.pullPolicy=Sometimes',
+      "at '/operator/sharePods/pullPolicy'",
+    ],
+    [
+      'a label the operator sets',
+      'operator.sharePods.podLabels.svc\\.dev/share=x',
+      "at '/operator/sharePods/podLabels'",
+    ],
+    [
+      'a bad priority class name',
+      'operator.sharePods.priorityClassName=Low_Prio',
+      "at '/operator/sharePods/priorityClassName'",
+    ],
+  ])('refuses %s', async (_name, set, message) => {
+    const out = await runner.helm('template', 'svc', CHART, ...domain, '--set', set);
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toContain(message);
   });
 });

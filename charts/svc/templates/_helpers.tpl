@@ -114,3 +114,22 @@ true
 {{- toJson $names -}}
 {{- end -}}
 {{- end }}
+
+{{/*
+Settings of the pods the operator writes (share, access and environment-agent pods) as the JSON of
+its --pod-settings flag (operator/pod-settings.ts): operator.sharePods, with the chart's
+imagePullSecrets and image.pullPolicy when those are left empty. Empty settings are left out.
+*/}}
+{{- define "svc.sharePodSettings" -}}
+{{- $pods := .Values.operator.sharePods -}}
+{{- $settings := dict "imagePullPolicy" ($pods.pullPolicy | default .Values.image.pullPolicy) -}}
+{{- with ($pods.imagePullSecrets | default .Values.imagePullSecrets) }}{{ $_ := set $settings "imagePullSecrets" . }}{{ end -}}
+{{- with $pods.resources }}{{ $_ := set $settings "resources" . }}{{ end -}}
+{{- with $pods.nodeSelector }}{{ $_ := set $settings "nodeSelector" . }}{{ end -}}
+{{- with $pods.tolerations }}{{ $_ := set $settings "tolerations" . }}{{ end -}}
+{{- with $pods.affinity }}{{ $_ := set $settings "affinity" . }}{{ end -}}
+{{- with $pods.priorityClassName }}{{ $_ := set $settings "priorityClassName" . }}{{ end -}}
+{{- with $pods.podLabels }}{{ $_ := set $settings "labels" . }}{{ end -}}
+{{- with $pods.podAnnotations }}{{ $_ := set $settings "annotations" . }}{{ end -}}
+{{- toJson $settings -}}
+{{- end }}
