@@ -252,6 +252,7 @@ describe('rendered manifests', () => {
       `--auth-secret=${RELEASE_NS}/svc-auth-frontend`,
       '--share-domain=share.example.com',
       '--image=svc:1.2.3',
+      '--pod-settings={"imagePullPolicy":"IfNotPresent"}',
       '--leader-elect',
       '--lease-name=svc-operator',
       '--metrics-listen=0.0.0.0:8080',
