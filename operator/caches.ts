@@ -3,6 +3,7 @@ import type { BackoffPolicy } from './backoff.ts';
 import { Informer, apiSource } from '../lib/kube/informer.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { OperatorMetrics } from './metrics.ts';
+import { cacheTrim } from './cache-trim.ts';
 import type { AgentEnrollment } from './enrollment-children.ts';
 import {
   ACCESSES,
@@ -21,7 +22,14 @@ import {
   type Share,
 } from '../lib/kube/resources.ts';
 
-/** The informer caches the reconcilers read (level-based: they never act on watch event types). */
+/**
+ * The informer caches the reconcilers read (level-based: they never act on watch event types).
+ * Each stores only the fields operator/cache-trim.ts keeps for its kind; a reader that needs
+ * another field adds it there. The readers: share-, access-, enrollment- and auth-config-reconciler,
+ * apply.ts (children against their desired state), readiness.ts and status.ts (Deployment and
+ * Ingress status), watches.ts (generation, labels, owner references), events.ts, share-memo.ts,
+ * share-tokens.ts and installation-state.ts (the frontend Secret's data).
+ */
 export interface Caches {
   readonly shares: Informer<Share>;
   readonly accesses: Informer<Access>;
@@ -45,17 +53,24 @@ export interface CacheOptions {
   readonly watchBackoff?: BackoffPolicy;
   readonly watchTimeoutSeconds?: number;
   readonly watchIdleMs?: number;
+  /**
+   * Cache whole objects instead of the trimmed ones; default from `SVC_OPERATOR_CACHE_WHOLE_OBJECTS=1`,
+   * which only `bench:operator --compare-whole` sets, to measure what the trim saves.
+   */
+  readonly wholeObjects?: boolean;
 }
 
 /** One informer per kind the operator reads; none started yet. */
 export function createCaches(options: CacheOptions): Caches {
   const { client, logger, metrics } = options;
+  const whole = options.wholeObjects ?? process.env.SVC_OPERATOR_CACHE_WHOLE_OBJECTS === '1';
   const informer = <T extends KubeObject>(
     resource: Resource,
     selectors: { labelSelector?: string; fieldSelector?: string } = {},
     namespace = options.namespace,
-  ): Informer<T> =>
-    new Informer<T>({
+  ): Informer<T> => {
+    const transform = whole ? undefined : cacheTrim(resource);
+    return new Informer<T>({
       name: resource.plural,
       source: apiSource(client, resourcePath(resource, namespace)),
       logger,
@@ -63,8 +78,10 @@ export function createCaches(options: CacheOptions): Caches {
       ...(options.watchBackoff ? { backoff: options.watchBackoff } : {}),
       ...(options.watchTimeoutSeconds ? { watchTimeoutSeconds: options.watchTimeoutSeconds } : {}),
       ...(options.watchIdleMs ? { watchIdleMs: options.watchIdleMs } : {}),
+      ...(transform ? { transform } : {}),
       onRestart: (reason) => metrics.watchRestarts.inc({ resource: resource.plural, reason }),
     });
+  };
   const managed = { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` };
   return {
     shares: informer<Share>(SHARES),
