@@ -198,6 +198,9 @@ export function validateShareSpec(
   };
 }
 
+/** A glob for a mailbox: one `@` and no whitespace, as the Share schema's pattern (crds/) demands everywhere. */
+const MAILBOX_GLOB = /^[^@\s]+@[^@\s]+$/u;
+
 /** Compiles a share's email globs; bounds their number and length (the matcher's work grows with both). */
 function emailGlobsOf(r: ConfigReader, patterns: readonly string[] | undefined, path: string): EmailGlob[] {
   if (patterns && patterns.length > EMAIL_GLOBS_MAX) {
@@ -210,11 +213,15 @@ function emailGlobsOf(r: ConfigReader, patterns: readonly string[] | undefined, 
       r.problem(`${path}[${i}]`, `at most ${EMAIL_GLOB_MAX_LENGTH} characters, got ${length}`, 'not_allowed');
       return;
     }
+    let glob: EmailGlob;
     try {
-      globs.push(compileGlob(text));
+      glob = compileGlob(text);
     } catch (err) {
       r.problem(`${path}[${i}]`, (err as Error).message);
+      return;
     }
+    if (MAILBOX_GLOB.test(text)) globs.push(glob);
+    else r.problem(`${path}[${i}]`, `must hold exactly one @ and no whitespace, got ${JSON.stringify(text)}`);
   });
   return globs;
 }
