@@ -59,12 +59,20 @@ function redact(this: unknown, key: string, value: unknown): unknown {
   if (value instanceof Error) return errorFields(value, 0);
   if (typeof value === 'bigint') return value.toString();
   if (value instanceof Map) return Object.fromEntries(value);
-  if (value instanceof Headers) return Object.fromEntries(value.entries());
+  if (isFetchHeaders(value)) return Object.fromEntries(value.entries());
   if (Array.isArray(value) && key.toLowerCase() === 'rawheaders') {
     const pairs = value as unknown[];
     return pairs.map((item, i) => (i % 2 === 1 && isSecretName(String(pairs[i - 1])) ? CENSOR : item));
   }
   return value;
+}
+
+/**
+ * A fetch `Headers`, recognised by its tag: naming the global `Headers` would load undici (and with
+ * it node:tls, node:http2 and node:zlib) into processes that never fetch.
+ */
+function isFetchHeaders(value: unknown): value is { entries(): IterableIterator<[string, string]> } {
+  return typeof value === 'object' && value !== null && Object.prototype.toString.call(value) === '[object Headers]';
 }
 
 /** Causes followed below a logged error (a cause chain can be a cycle). */
