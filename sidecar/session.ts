@@ -2,7 +2,7 @@ import { systemClock, type Clock } from '../lib/clock.ts';
 import { MAX_COOKIE_BYTES, cookieValue, serializeCookie, type CookieOptions } from './cookies.ts';
 import type { ProviderTokens } from './providers/types.ts';
 import type { KeyRing, ShareIdentity } from './share-keys.ts';
-import { joinParts, parseParts, partText, type SharePart } from './share-parts.ts';
+import { joinParts, parsePart, parseParts, partText, partTextFor, type SharePart } from './share-parts.ts';
 
 /**
  * A visitor's authenticated session on one share, stored only in the browser (sealed cookie). It is
@@ -95,11 +95,11 @@ export function sessionCookies(
   // to open, so a hit needs only the share and expiry checks; this skips HMAC + AES-GCM + JSON on
   // every request of a visitor (measured in docs/benchmarks.md). Bounded; oldest entries go first.
   const opened = new Map<string, Session>();
-  const openPart = (part: SharePart, share: ShareIdentity): Session | undefined => {
-    const text = partText(part);
+  const openPart = (text: string, share: ShareIdentity): Session | undefined => {
     let session = opened.get(text);
     if (!session) {
-      session = openOne(share, part.sealed);
+      const part = parsePart(text);
+      session = part && part.token === share.token ? openOne(share, part.sealed) : undefined;
       if (!session) return undefined;
       if (opened.size >= OPENED_CACHE_SIZE) opened.delete(opened.keys().next().value as string);
       opened.set(text, session);
@@ -111,14 +111,14 @@ export function sessionCookies(
   return {
     name,
     read(cookieHeader, share) {
-      const part = parseParts(cookieValue(cookieHeader, name)).find((p) => p.token === share.token);
-      return part ? openPart(part, share) : undefined;
+      const text = partTextFor(cookieValue(cookieHeader, name), share.token);
+      return text ? openPart(text, share) : undefined;
     },
     readAll(cookieHeader, instanceOf) {
       const sessions: Session[] = [];
       for (const part of parseParts(cookieValue(cookieHeader, name))) {
         const instance = instanceOf(part.token);
-        const session = instance === undefined ? undefined : openPart(part, { token: part.token, instance });
+        const session = instance === undefined ? undefined : openPart(partText(part), { token: part.token, instance });
         if (session) sessions.push(session);
       }
       return sessions;

@@ -36,6 +36,23 @@ export function parsePart(text: string | undefined): SharePart | undefined {
   return SHARE_TOKEN.test(token) && SEALED.test(sealed) ? { token, sealed } : undefined;
 }
 
+/**
+ * The text of the first part of `value` for `token`, found without checking the others (the hot
+ * path: a frontend looks for its own share's entry on every request). Not yet validated.
+ */
+export function partTextFor(value: string | undefined, token: string): string | undefined {
+  if (!value) return undefined;
+  const prefix = `${token}~`;
+  let start = 0;
+  for (let count = 0; count < MAX_PARTS; count++) {
+    const end = value.indexOf('.', start);
+    if (value.startsWith(prefix, start)) return end < 0 ? value.slice(start) : value.slice(start, end);
+    if (end < 0) return undefined;
+    start = end + 1;
+  }
+  return undefined;
+}
+
 /** The text of one part. */
 export function partText(part: SharePart): string {
   return `${part.token}~${part.sealed}`;
