@@ -12,7 +12,18 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify as toYaml } from 'yaml';
 import { locateHelm } from './binaries.ts';
-import { CHART, KUBE_VERSION, RELEASE_NS, findObject, helmRunner, type HelmRunner, type Obj } from './helm-runner.ts';
+import {
+  CHART,
+  CHART_OAUTH,
+  KUBE_VERSION,
+  RELEASE_NS,
+  findObject,
+  helmRunner,
+  type HelmRunner,
+  type Obj,
+} from './helm-runner.ts';
+import type { Share } from '../../lib/kube/resources.ts';
+import { desiredShareChildren, validateShare } from '../../operator/share-children.ts';
 import type { Problem } from '../../lib/errors.ts';
 import { parsePodSettings } from '../../operator/pod-settings.ts';
 
@@ -313,5 +324,258 @@ describe('share pod settings (operator.sharePods)', () => {
     const out = await runner.helm('template', 'svc', CHART, ...domain, '--set', set);
     expect(out.code).not.toBe(0);
     expect(out.stderr).toContain(message);
+  });
+});
+
+type PodSpec = {
+  metadata: { labels: Record<string, string> };
+  spec: Record<string, unknown> & {
+    containers: { name: string; env?: { name: string }[]; volumeMounts: { name: string; mountPath: string }[] }[];
+    volumes: { name: string }[];
+  };
+};
+const podOf = (objs: Obj[], name: string): PodSpec =>
+  (findObject(objs, 'Deployment', name) as Obj & { spec: { template: PodSpec } }).spec.template;
+
+/** Every optional part of the chart on: OAuth, the controller and the public frontend. */
+async function everything(name: string, extra: Record<string, unknown> = {}): Promise<string[]> {
+  const values = await valuesFile(name, { frontend: { oauth: CHART_OAUTH }, ...extra });
+  return [...publicFrontend(), '-f', values];
+}
+
+describe("the chart's own Deployments", () => {
+  const components = {
+    operator: ['svc-operator', 'operator'],
+    auth: ['svc-auth', 'frontend'],
+    controller: ['svc-controller', 'controller'],
+    publicFrontend: ['svc-public-frontend', 'public-frontend'],
+  } as const;
+
+  it('take pod labels, priority class, topology spread and extra env, volumes and mounts', async () => {
+    const extras = (component: string): Record<string, unknown> => ({
+      podLabels: { team: 'platform', 'example.com/component-copy': component },
+      priorityClassName: 'platform-high',
+      topologySpreadConstraints: [
+        {
+          maxSkew: 1,
+          topologyKey: 'topology.kubernetes.io/zone',
+          whenUnsatisfiable: 'ScheduleAnyway',
+          labelSelector: { matchLabels: { team: 'platform' } },
+        },
+      ],
+      extraEnv: [{ name: 'HTTPS_PROXY', value: 'http://proxy.corp:3128' }],
+      extraVolumes: [{ name: 'corp-ca', configMap: { name: 'corp-ca' } }],
+      extraVolumeMounts: [{ name: 'corp-ca', mountPath: '/etc/ssl/corp', readOnly: true }],
+    });
+    const values = Object.fromEntries(Object.keys(components).map((c) => [c, extras(c)]));
+    const objs = await runner.template(...(await everything('pod-extras.yaml', values)));
+    for (const [component, [deployment, container]] of Object.entries(components)) {
+      const pod = podOf(objs, deployment);
+      expect(pod.metadata.labels, component).toMatchObject({
+        team: 'platform',
+        'example.com/component-copy': component,
+        'app.kubernetes.io/instance': 'svc',
+      });
+      expect(pod.spec, component).toMatchObject({
+        priorityClassName: 'platform-high',
+        topologySpreadConstraints: [{ topologyKey: 'topology.kubernetes.io/zone' }],
+      });
+      const main = pod.spec.containers.find((c) => c.name === container);
+      expect(
+        main?.env?.map((e) => e.name),
+        component,
+      ).toContain('HTTPS_PROXY');
+      expect(main?.volumeMounts, component).toContainEqual({
+        name: 'corp-ca',
+        mountPath: '/etc/ssl/corp',
+        readOnly: true,
+      });
+      // The chart's own mounts and volumes stay.
+      expect(
+        main?.volumeMounts.map((m) => m.mountPath),
+        component,
+      ).toContain('/tmp');
+      expect(
+        pod.spec.volumes.map((v) => v.name),
+        component,
+      ).toEqual(expect.arrayContaining(['corp-ca', 'tmp']));
+    }
+    // The public frontend keeps the env it needs besides the extra.
+    const frontend = podOf(objs, 'svc-public-frontend').spec.containers[0];
+    expect(frontend?.env?.map((e) => e.name)).toEqual(expect.arrayContaining(['SVC_POD_NAME', 'HTTPS_PROXY']));
+    const plain = podOf(await runner.template(...domain), 'svc-operator');
+    expect(plain.spec.priorityClassName).toBeUndefined();
+    expect(plain.spec.containers[0]?.env).toBeUndefined();
+  });
+
+  it.each([
+    [
+      'a pod label that is a selector label',
+      'auth.podLabels.app\\.kubernetes\\.io/component=x',
+      "at '/auth/podLabels'",
+    ],
+    ['a volume mount without a path', 'controller.extraVolumeMounts[0].name=x', "at '/controller/extraVolumeMounts/0'"],
+    ['an env variable without a name', 'operator.extraEnv[0].value=x', "at '/operator/extraEnv/0'"],
+    [
+      'a topology spread without its key',
+      'publicFrontend.topologySpreadConstraints[0].maxSkew=1',
+      "at '/publicFrontend/topologySpreadConstraints/0'",
+    ],
+  ])('refuses %s', async (_name, set, message) => {
+    const out = await runner.helm('template', 'svc', CHART, ...domain, '--set', set);
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toContain(message);
+  });
+});
+
+describe('ServiceMonitors', () => {
+  it('are off by default, and on select each metrics Service by its port named metrics', async () => {
+    const args = await everything('monitors.yaml');
+    expect((await runner.template(...args)).filter((o) => o.kind === 'ServiceMonitor')).toEqual([]);
+    const objs = await runner.template(
+      ...args,
+      '--set',
+      'serviceMonitor.enabled=true,serviceMonitor.labels.release=kube-prometheus-stack',
+    );
+    type Monitor = Obj & {
+      metadata: { labels: Record<string, string> };
+      spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] };
+    };
+    const monitors = objs.filter((o) => o.kind === 'ServiceMonitor') as Monitor[];
+    expect(monitors.map((m) => m.metadata.name)).toEqual(['svc-operator', 'svc-auth', 'svc-public-frontend']);
+    for (const monitor of monitors) {
+      expect(monitor.metadata.labels.release).toBe('kube-prometheus-stack');
+      const selected = objs.filter(
+        (o) =>
+          o.kind === 'Service' &&
+          Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => o.metadata?.labels?.[k] === v),
+      ) as Service[];
+      const scraped = selected.filter((svc) => svc.spec.ports.some((p) => p.name === monitor.spec.endpoints[0]?.port));
+      expect(scraped.length, monitor.metadata.name).toBeGreaterThan(0);
+      // Never the public frontend's visitor Service, which may be a LoadBalancer.
+      for (const svc of scraped) expect(svc.spec.type ?? 'ClusterIP').toBe('ClusterIP');
+    }
+  });
+});
+
+describe('the share pod NetworkPolicy', () => {
+  const ownerShare: Share = {
+    apiVersion: 'svc.dev/v1alpha1',
+    kind: 'Share',
+    metadata: { name: 'site', namespace: 'team-a', uid: 'uid-1' },
+    spec: { backendMode: 'proxy', target: 'http://app:80' },
+  };
+
+  it('is off by default, and on admits only the ingress controller, access pods and extraFrom', async () => {
+    expect((await runner.template(...domain)).filter((o) => o.kind === 'NetworkPolicy')).toEqual([]);
+    const values = await valuesFile('netpol.yaml', {
+      sharePodNetworkPolicy: {
+        enabled: true,
+        namespaces: ['team-a', 'team-b'],
+        ingressController: {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'traefik' } },
+          podSelector: { matchLabels: { 'app.kubernetes.io/name': 'traefik' } },
+        },
+        extraFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+      },
+    });
+    type Policy = Obj & {
+      spec: {
+        podSelector: { matchLabels: Record<string, string> };
+        policyTypes: string[];
+        ingress: { from: Record<string, { matchLabels: Record<string, string> }>[] }[];
+      };
+    };
+    const policies = (await runner.template(...domain, '-f', values)).filter(
+      (o) => o.kind === 'NetworkPolicy',
+    ) as Policy[];
+    expect(policies.map((p) => p.metadata?.namespace)).toEqual(['team-a', 'team-b']);
+    const policy = policies[0]!;
+    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    expect(policy.spec.ingress).toHaveLength(1);
+    const from = policy.spec.ingress[0]!.from;
+    expect(from).toEqual([
+      {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'traefik' } },
+        podSelector: { matchLabels: { 'app.kubernetes.io/name': 'traefik' } },
+      },
+      {
+        podSelector: {
+          matchLabels: { 'app.kubernetes.io/managed-by': 'svc-operator', 'app.kubernetes.io/component': 'access' },
+        },
+      },
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+    ]);
+    // The selectors match the labels of the pods the operator writes.
+    const valid = validateShare(ownerShare, undefined);
+    if (!valid.ok) throw new Error('test Share invalid');
+    const shareDeployment = desiredShareChildren(ownerShare, valid.value, {
+      image: 'svc:1',
+      domain: 'share.example.com',
+    }).deployment as Obj & { spec: { template: PodSpec } };
+    const shareLabels = shareDeployment.spec.template.metadata.labels;
+    expect(shareLabels).toMatchObject(policy.spec.podSelector.matchLabels);
+  });
+
+  it('needs the share namespaces', async () => {
+    const out = await runner.helm('template', 'svc', CHART, ...domain, '--set', 'sharePodNetworkPolicy.enabled=true');
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toContain("at '/sharePodNetworkPolicy/namespaces'");
+  });
+});
+
+describe('Gateway API HTTPRoutes', () => {
+  type Route = Obj & {
+    spec: {
+      parentRefs: { name: string }[];
+      hostnames: string[];
+      rules: { backendRefs: { name: string; port: number }[] }[];
+    };
+  };
+  const parentRefs = [{ name: 'public', namespace: 'gateway-system', sectionName: 'https' }];
+
+  it('serve the auth host and the public frontend hosts through a Gateway, on their Services', async () => {
+    const args = await everything('routes.yaml', {
+      auth: { ingress: { enabled: false }, httpRoute: { enabled: true, parentRefs } },
+      publicFrontend: { ingress: { enabled: false }, httpRoute: { enabled: true, parentRefs } },
+    });
+    const objs = await runner.template(...args, '--set', 'publicFrontend.service.port=8088');
+    expect(objs.filter((o) => o.kind === 'Ingress')).toEqual([]);
+    const auth = findObject(objs, 'HTTPRoute', 'svc-auth') as Route;
+    expect(auth.spec.parentRefs).toEqual(parentRefs);
+    expect(auth.spec.hostnames).toEqual(['auth.share.example.com']);
+    const frontend = findObject(objs, 'HTTPRoute', 'svc-public-frontend') as Route;
+    expect(frontend.spec.hostnames).toEqual(['*.share.example.com', 'share.example.com']);
+    for (const route of [auth, frontend]) {
+      const backend = route.spec.rules[0]!.backendRefs[0]!;
+      const service = findObject(objs, 'Service', backend.name) as Service;
+      expect(service.spec.ports.find((p) => p.name === 'http')?.port).toBe(backend.port);
+    }
+    expect(frontend.spec.rules[0]!.backendRefs[0]!.port).toBe(8088);
+    expect((await runner.template(...publicFrontend())).filter((o) => o.kind === 'HTTPRoute')).toEqual([]);
+  });
+
+  it('need a Gateway to attach to', async () => {
+    const out = await runner.helm('template', 'svc', CHART, ...domain, '--set', 'auth.httpRoute.enabled=true');
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toContain("at '/auth/httpRoute/parentRefs'");
+  });
+});
+
+describe('helm lint --strict', () => {
+  it('passes with every optional part on', async () => {
+    const args = await everything('lint-all.yaml', {
+      serviceMonitor: { enabled: true },
+      sharePodNetworkPolicy: { enabled: true, namespaces: ['team-a'] },
+      auth: { httpRoute: { enabled: true, parentRefs: [{ name: 'gw' }] }, priorityClassName: 'high' },
+      publicFrontend: { httpRoute: { enabled: true, parentRefs: [{ name: 'gw' }] }, podLabels: { a: 'b' } },
+      operator: {
+        sharePods: { priorityClassName: 'low', podLabels: { team: 'x' } },
+        extraEnv: [{ name: 'A', value: '1' }],
+      },
+    });
+    const out = await runner.helm('lint', CHART, '--strict', ...args);
+    expect(out.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
+    expect(out.code).toBe(0);
   });
 });

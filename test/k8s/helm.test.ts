@@ -308,6 +308,28 @@ describe('rendered manifests', () => {
   it.each([
     ['cluster-wide', []],
     ['one watched namespace', ['--set', 'operator.watchNamespace=team-a']],
+    [
+      'pod extras and the share pod NetworkPolicy',
+      [
+        '--set',
+        [
+          'operator.priorityClassName=platform-high',
+          'operator.podLabels.team=platform',
+          'auth.topologySpreadConstraints[0].maxSkew=1',
+          'auth.topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone',
+          'auth.topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway',
+          'auth.extraEnv[0].name=HTTPS_PROXY',
+          'auth.extraEnv[0].value=http://proxy.corp:3128',
+          'auth.extraVolumes[0].name=corp-ca',
+          'auth.extraVolumes[0].configMap.name=corp-ca',
+          'auth.extraVolumeMounts[0].name=corp-ca',
+          'auth.extraVolumeMounts[0].mountPath=/etc/ssl/corp',
+          'operator.sharePods.priorityClassName=tenant-low',
+          'sharePodNetworkPolicy.enabled=true',
+          'sharePodNetworkPolicy.namespaces[0]=team-a',
+        ].join(','),
+      ],
+    ],
   ])('pass a server-side dry run on the API server (%s)', async (_name, extra) => {
     await createNamespace(RELEASE_NS);
     await createNamespace('team-a');
@@ -324,7 +346,10 @@ describe('rendered manifests', () => {
       applied.push(`${obj.kind}/${obj.metadata?.name}`);
     }
     expect(applied).toContain('CustomResourceDefinition/shares.svc.dev');
-    expect(applied).toContain(extra.length > 0 ? 'Role/svc-operator' : 'ClusterRole/svc-operator');
+    const scoped = extra.some((a) => a.includes('watchNamespace'));
+    expect(applied).toContain(scoped ? 'Role/svc-operator' : 'ClusterRole/svc-operator');
+    if (extra.some((a) => a.includes('sharePodNetworkPolicy')))
+      expect(applied).toContain('NetworkPolicy/svc-share-pods');
     // A dry run persists nothing.
     await expect(
       rawRequest(cp.kubeConfig, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/shares.svc.dev'),

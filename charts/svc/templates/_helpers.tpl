@@ -133,3 +133,17 @@ imagePullSecrets and image.pullPolicy when those are left empty. Empty settings 
 {{- with $pods.podAnnotations }}{{ $_ := set $settings "annotations" . }}{{ end -}}
 {{- toJson $settings -}}
 {{- end }}
+
+{{/*
+Pod-level extras of one of the chart's Deployments, from its values block (operator, auth,
+controller, publicFrontend): priorityClassName and topologySpreadConstraints. Empty when unset.
+*/}}
+{{- define "svc.podScheduling" -}}
+{{- with .priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
