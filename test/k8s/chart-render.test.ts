@@ -3,7 +3,9 @@
  * annotation values passed whole, metrics never on a public Service, no disruption budget that
  * blocks drains, a leader-election Lease per release, share TLS and the unenroll deadline plumbed
  * to the operator, RBAC without bind/escalate matching docs/kubernetes.md, the operator's admission
- * policy, and `helm lint --strict` of the values these add.
+ * policy, the share pod settings passed to the operator, the pod extras of the chart's own
+ * Deployments, ServiceMonitors, the share pod NetworkPolicy, Gateway API HTTPRoutes, and
+ * `helm lint --strict` of the values these add.
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
