@@ -29,6 +29,7 @@ export function startAccessClient(options: AccessClientOptions): RunningAccessCl
       if (current === capped) current = undefined;
       session.destroy();
     });
+    return session;
   });
   dialer.start();
   return { target: () => current, close: () => dialer.close() };

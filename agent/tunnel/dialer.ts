@@ -1,10 +1,11 @@
 import type { IncomingMessage } from 'node:http';
+import type { Http2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
 import type { BackoffPolicy } from '../../lib/backoff.ts';
 import { errorText } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
-import { keepAlive } from '../../lib/tunnel/keepalive.ts';
+import { watchTunnel } from '../../lib/tunnel/liveness.ts';
 import { webSocketDuplex } from '../../lib/tunnel/ws-duplex.ts';
 import {
   CLOSE_REVOKED,
@@ -12,6 +13,7 @@ import {
   DEFAULT_TUNNEL_LIMITS,
   ENVIRONMENT_TOKEN_HEADER,
   MAX_FRAME_MESSAGE_BYTES,
+  pingTimeoutFor,
 } from '../../lib/tunnel/protocol.ts';
 import { ReconnectingSocket } from '../websocket.ts';
 
@@ -23,11 +25,16 @@ export interface DialTarget {
   readonly token: string;
   readonly logger: Logger;
   readonly backoff?: BackoffPolicy;
+  /** HTTP/2 PING interval and dead-peer timeout; `DEFAULT_TUNNEL_LIMITS`' when left out. */
   readonly pingIntervalMs?: number;
+  readonly pingTimeoutMs?: number;
 }
 
-/** Runs the protocol over one connected socket; called again after every reconnect. */
-export type OnConnected = (duplex: Duplex, socket: WebSocket) => void;
+/**
+ * Runs the protocol over one connected socket; called again after every reconnect. Returns the
+ * connection's HTTP/2 session, which the dialer pings.
+ */
+export type OnConnected = (duplex: Duplex, socket: WebSocket) => Http2Session | undefined;
 
 /**
  * The agent's outbound connection to the installation's frontend: a WebSocket (so it passes HTTP(S)
@@ -65,11 +72,13 @@ export class Dialer extends ReconnectingSocket {
     });
     socket.on('open', () => {
       this.succeeded();
-      keepAlive(socket, this.options.pingIntervalMs ?? DEFAULT_TUNNEL_LIMITS.pingIntervalMs);
       const duplex = webSocketDuplex(socket);
       duplex.on('error', () => undefined);
       logger.info({ url }, `${name}: connected to the installation`);
-      this.onConnected(duplex, socket);
+      const session = this.onConnected(duplex, socket);
+      watchTunnel(socket, session, this.liveness(), (silentMs) =>
+        logger.warn({ url, silentMs }, `${name}: the installation is silent; dropping the connection`),
+      );
     });
     socket.on('unexpected-response', (_req, res: IncomingMessage) => {
       res.resume();
@@ -84,6 +93,16 @@ export class Dialer extends ReconnectingSocket {
     });
     socket.on('error', (err) => logger.warn({ url, err: errorText(err) }, `${name}: connection failed; retrying`));
     return socket;
+  }
+
+  private liveness(): { pingIntervalMs: number; pingTimeoutMs: number } {
+    const pingIntervalMs = this.options.pingIntervalMs ?? DEFAULT_TUNNEL_LIMITS.pingIntervalMs;
+    const pingTimeoutMs =
+      this.options.pingTimeoutMs ??
+      (this.options.pingIntervalMs === undefined
+        ? DEFAULT_TUNNEL_LIMITS.pingTimeoutMs
+        : pingTimeoutFor(pingIntervalMs));
+    return { pingIntervalMs, pingTimeoutMs };
   }
 
   protected shouldRetry(code: number, delayMs: number): boolean {

@@ -34,8 +34,9 @@ export function startTunnel(options: TunnelClientOptions): RunningTunnel {
   });
   const dialer = new Dialer('tunnel', options, (duplex, socket) => {
     current = socket;
-    serveOverWebSocket(server, duplex, socket);
+    const session = serveOverWebSocket(server, duplex, socket);
     options.onConnected?.();
+    return session;
   });
   dialer.start();
   return {

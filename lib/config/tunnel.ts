@@ -1,7 +1,13 @@
 import type { ConfigReader } from '../config-reader.ts';
-import { DEFAULT_TUNNEL_LIMITS, type TunnelLimits } from '../tunnel/protocol.ts';
+import { DEFAULT_TUNNEL_LIMITS, pingTimeoutFor, type TunnelLimits } from '../tunnel/protocol.ts';
 
-const KEYS = ['max_streams_per_tunnel', 'max_tunnels_per_environment', 'stream_idle_timeout', 'ping_interval'];
+const KEYS = [
+  'max_streams_per_tunnel',
+  'max_tunnels_per_environment',
+  'stream_idle_timeout',
+  'ping_interval',
+  'ping_timeout',
+];
 
 /**
  * The optional `tunnel` section of a public frontend for tunnels (`svc controller --config` with a
@@ -19,13 +25,22 @@ export function readTunnelLimits(r: ConfigReader, value: unknown): TunnelLimits 
     }
     return v;
   };
+  const pingIntervalMs =
+    r.duration(t, 'ping_interval', 'tunnel', { required: false }) ?? DEFAULT_TUNNEL_LIMITS.pingIntervalMs;
+  const pingTimeoutMs = r.duration(t, 'ping_timeout', 'tunnel', { required: false }) ?? pingTimeoutFor(pingIntervalMs);
+  if (pingTimeoutMs <= pingIntervalMs) {
+    r.problem(
+      'tunnel.ping_timeout',
+      `must be longer than tunnel.ping_interval (${pingIntervalMs} ms), got ${pingTimeoutMs} ms`,
+    );
+  }
   return {
     ...DEFAULT_TUNNEL_LIMITS,
     maxStreamsPerTunnel: count('max_streams_per_tunnel', 10_000, DEFAULT_TUNNEL_LIMITS.maxStreamsPerTunnel),
     maxTunnelsPerEnvironment: count('max_tunnels_per_environment', 100, DEFAULT_TUNNEL_LIMITS.maxTunnelsPerEnvironment),
     streamIdleMs:
       r.duration(t, 'stream_idle_timeout', 'tunnel', { required: false }) ?? DEFAULT_TUNNEL_LIMITS.streamIdleMs,
-    pingIntervalMs:
-      r.duration(t, 'ping_interval', 'tunnel', { required: false }) ?? DEFAULT_TUNNEL_LIMITS.pingIntervalMs,
+    pingIntervalMs,
+    pingTimeoutMs,
   };
 }

@@ -39,17 +39,26 @@ export interface TunnelLimits {
   readonly maxTunnelsPerEnvironment: number;
   /** A stream with no data either way for this long is reset (the visitor gets 504). */
   readonly streamIdleMs: number;
-  /** The frontend pings every tunnel this often; one that missed two pings is closed. */
+  /** Each end sends an HTTP/2 PING on its tunnels this often (lib/tunnel/liveness.ts). */
   readonly pingIntervalMs: number;
+  /** A tunnel from which nothing at all arrived for this long is dropped as dead. */
+  readonly pingTimeoutMs: number;
   /** Largest header block of one request or response (HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE). */
   readonly maxHeaderListBytes: number;
+}
+
+/** The ping timeout when only the interval is set: two missed pings plus 2 s for the round trip. */
+export function pingTimeoutFor(pingIntervalMs: number): number {
+  return 2 * pingIntervalMs + 2_000;
 }
 
 export const DEFAULT_TUNNEL_LIMITS: TunnelLimits = {
   maxStreamsPerTunnel: 100,
   maxTunnelsPerEnvironment: 4,
   streamIdleMs: 120_000,
-  pingIntervalMs: 15_000,
+  // A silent cut is noticed within 8 s: two missed pings plus 2 s for a slow round trip.
+  pingIntervalMs: 3_000,
+  pingTimeoutMs: pingTimeoutFor(3_000),
   // Node's HTTP/1 parser accepts 16 KiB of headers; the frontend adds the identity and forwarding ones.
   maxHeaderListBytes: 32 * 1024,
 };

@@ -4,7 +4,7 @@ import type { WebSocket } from 'ws';
 
 /**
  * Hands a WebSocket's stream to an HTTP/2 server as one connection, and destroys that connection's
- * session as soon as the WebSocket closes.
+ * session as soon as the WebSocket closes. Returns the session (to ping it).
  *
  * Why: the session runs over Node's JSStreamSocket (any Duplex). Left alone, the closed WebSocket
  * ends the Duplex, the socket shuts down, and nghttp2 still writes its GOAWAY afterwards — which
@@ -12,7 +12,11 @@ import type { WebSocket } from 'ws';
  * exception that would take the whole process down). Destroying the session first, synchronously in
  * the WebSocket's `close` event and before the Duplex's `end` is delivered, leaves nothing to write.
  */
-export function serveOverWebSocket(server: Http2Server, duplex: Duplex, socket: WebSocket): void {
+export function serveOverWebSocket(
+  server: Http2Server,
+  duplex: Duplex,
+  socket: WebSocket,
+): ServerHttp2Session | undefined {
   let session: ServerHttp2Session | undefined;
   const take = (s: ServerHttp2Session): void => {
     session = s;
@@ -21,4 +25,5 @@ export function serveOverWebSocket(server: Http2Server, duplex: Duplex, socket: 
   server.emit('connection', duplex);
   server.off('session', take);
   socket.once('close', () => session?.destroy());
+  return session;
 }

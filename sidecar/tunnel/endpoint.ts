@@ -8,7 +8,7 @@ import { stripIdentityHeaders } from '../../lib/identity-headers.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { EnvironmentIdentity, ShareDirectory } from '../../lib/tunnel/directory.ts';
 import { forwardStream, rejectSocket } from '../../lib/tunnel/forward.ts';
-import { keepAlive } from '../../lib/tunnel/keepalive.ts';
+import { watchTunnel } from '../../lib/tunnel/liveness.ts';
 import { webSocketDuplex } from '../../lib/tunnel/ws-duplex.ts';
 import {
   ACCESS_PATH,
@@ -135,7 +135,9 @@ export class TunnelEndpoint {
     });
     session.on('error', (err) => logger.warn({ envZId, err: errorText(err) }, 'tunnel: session error'));
     session.on('close', () => ws.terminate());
-    keepAlive(ws, limits.pingIntervalMs);
+    watchTunnel(ws, session, limits, (silentMs) =>
+      logger.warn({ envZId, peer, tunnel: tunnel.id, silentMs }, 'tunnel: agent silent; dropping the tunnel'),
+    );
     ws.on('close', () => {
       clearTimeout(settingsTimer);
       session.destroy();
@@ -163,8 +165,10 @@ export class TunnelEndpoint {
     const server = tunnelServer(limits);
     server.on('stream', (stream, headers) => this.accessStream(identity, stream, headers));
     server.on('sessionError', () => ws.terminate());
-    serveOverWebSocket(server, duplex, ws);
-    keepAlive(ws, limits.pingIntervalMs);
+    const session = serveOverWebSocket(server, duplex, ws);
+    watchTunnel(ws, session, limits, (silentMs) =>
+      logger.warn({ envZId: identity.envZId, peer, silentMs }, 'access: agent silent; dropping the connection'),
+    );
     logger.info({ envZId: identity.envZId, peer }, 'access: agent connected');
     ws.on('close', () => {
       sockets.delete(ws);

@@ -50,6 +50,24 @@ describe('svc public-frontend config', () => {
     expect(config.oauth).toBeUndefined();
   });
 
+  it('reads the ping settings: the timeout follows the interval unless set, and must be longer', () => {
+    const tunnelOf = (tunnel: unknown) =>
+      parsePublicFrontendConfig({ tunnel, controller: { url: 'http://c', credential_file: 'credential' } }, configPath)
+        .tunnel;
+    expect(tunnelOf({})).toMatchObject({ pingIntervalMs: 3_000, pingTimeoutMs: 8_000 });
+    expect(tunnelOf({ ping_interval: '20s' })).toMatchObject({ pingIntervalMs: 20_000, pingTimeoutMs: 42_000 });
+    expect(tunnelOf({ ping_interval: '1s', ping_timeout: '4s' })).toMatchObject({
+      pingIntervalMs: 1_000,
+      pingTimeoutMs: 4_000,
+    });
+    expect(
+      problemsOf({
+        tunnel: { ping_interval: '5s', ping_timeout: '5s' },
+        controller: { url: 'http://c', credential_file: 'credential' },
+      }),
+    ).toEqual(['tunnel.ping_timeout: must be longer than tunnel.ping_interval (5000 ms), got 5000 ms']);
+  });
+
   it('reports every problem of every section with its field path', () => {
     expect(
       problemsOf({

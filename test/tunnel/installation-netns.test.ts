@@ -10,6 +10,7 @@ import { createLab, type NetnsLab } from '../support/netns.ts';
 import { request } from '../support/raw-http.ts';
 import { spawnTunnelBackend, websocketRoundTrip } from '../support/tunnel-backend.ts';
 import { until } from '../support/until.ts';
+import { writeInstallationConfig } from './netns-installation.ts';
 
 /**
  * The user story of the tunnel, all real processes and real network separation. The installation
@@ -67,17 +68,7 @@ beforeAll(async () => {
   lab = createLab(['laptop', 'second']);
   base = tempDir('svc-tunnel-e2e-');
   for (const key of Object.keys(dirs) as (keyof typeof dirs)[]) dirs[key] = join(base, key);
-  const zId = (await svcCli(['admin', 'create', 'identity', 'ctl', '--data-dir', dirs.installation])).stdout.trim();
-  installConfig = writeYaml(join(base, 'installation.yaml'), [
-    'frontend:',
-    '  listen: 127.0.0.1:0',
-    '  domain: svc.localhost',
-    'controller:',
-    `  listen: ${lab.hostAddress}:0`,
-    'agent_controller:',
-    `  z_id: ${zId}`,
-    `  identity_path: ${join(dirs.installation, 'identities', 'ctl.json')}`,
-  ]);
+  installConfig = await writeInstallationConfig(dirs.installation, join(base, 'installation.yaml'), lab.hostAddress);
   await startInstallation();
   account = (
     await svcCli(['admin', 'create', 'account', 'me@example.com', '--data-dir', dirs.installation])

@@ -1,0 +1,113 @@
+import type { Http2Session } from 'node:http2';
+import WebSocket from 'ws';
+
+/** How one end of a tunnel decides that its peer is gone. */
+export interface LivenessSettings {
+  /** An HTTP/2 PING is sent this often. */
+  readonly pingIntervalMs: number;
+  /** The peer is declared dead when nothing at all arrived from it for this long. */
+  readonly pingTimeoutMs: number;
+}
+
+/** What `Liveness` drives: a ping to send, and what to do when the peer is declared dead. */
+export interface LivenessHooks {
+  ping(): void;
+  /** Called once, with how long the peer has been silent. */
+  dead(silentMs: number): void;
+}
+
+/**
+ * Dead-peer detection of one end of a tunnel: pings every `pingIntervalMs` and declares the peer
+ * dead once `pingTimeoutMs` passed without anything received from it — a PING's ack, a frame of
+ * any stream, a WebSocket control frame. Counting every byte, not only the acks, keeps a busy
+ * tunnel alive when its ping waits behind megabytes of data on a saturated link; a silent cut (no
+ * FIN, no RST: a laptop closed, a NAT entry dropped) stops every byte, so it is noticed within
+ * `pingTimeoutMs` of the last byte that made it through.
+ */
+export class Liveness {
+  private lastHeard: number;
+  private readonly pinger: NodeJS.Timeout;
+  private deadline: NodeJS.Timeout;
+  private stopped = false;
+  private readonly settings: LivenessSettings;
+  private readonly hooks: LivenessHooks;
+  private readonly now: () => number;
+
+  /** Starts the timers; `now` is the clock (injectable for tests). */
+  constructor(settings: LivenessSettings, hooks: LivenessHooks, now: () => number = Date.now) {
+    this.settings = settings;
+    this.hooks = hooks;
+    this.now = now;
+    this.lastHeard = now();
+    this.pinger = setInterval(() => hooks.ping(), settings.pingIntervalMs);
+    this.pinger.unref();
+    this.deadline = this.arm(settings.pingTimeoutMs);
+  }
+
+  /** Something arrived from the peer. */
+  heard(): void {
+    this.lastHeard = this.now();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.pinger);
+    clearTimeout(this.deadline);
+  }
+
+  /** One timer at the earliest moment the peer can be dead; `heard` only moves a number. */
+  private arm(delayMs: number): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      if (this.stopped) return;
+      const silent = this.now() - this.lastHeard;
+      if (silent < this.settings.pingTimeoutMs) {
+        this.deadline = this.arm(this.settings.pingTimeoutMs - silent);
+        return;
+      }
+      this.stop();
+      this.hooks.dead(silent);
+    }, delayMs);
+    timer.unref();
+    return timer;
+  }
+}
+
+/**
+ * Watches a tunnel connection (a WebSocket carrying an HTTP/2 session, either role) with
+ * `Liveness`: HTTP/2 PINGs on `session`, every WebSocket message and control frame counted as
+ * heard, and the WebSocket terminated when the peer is declared dead — its `close` handlers then
+ * drop the tunnel as for any other disconnect. Stops by itself when the WebSocket closes.
+ */
+export function watchTunnel(
+  socket: WebSocket,
+  session: Http2Session | undefined,
+  settings: LivenessSettings,
+  onDead: (silentMs: number) => void,
+): void {
+  const liveness = new Liveness(settings, {
+    ping: () => {
+      if (!session || session.destroyed || session.connecting) return;
+      try {
+        // The ack also arrives as a message; a cancelled ping (session closing) needs nothing.
+        session.ping(() => undefined);
+      } catch {
+        // The session closed between the check and the ping.
+      }
+    },
+    dead: (silentMs) => {
+      onDead(silentMs);
+      socket.terminate();
+    },
+  });
+  const heard = (): void => liveness.heard();
+  socket.on('message', heard);
+  socket.on('ping', heard);
+  socket.on('pong', heard);
+  socket.once('close', () => {
+    liveness.stop();
+    socket.off('message', heard);
+    socket.off('ping', heard);
+    socket.off('pong', heard);
+  });
+  if (socket.readyState !== WebSocket.OPEN) liveness.stop();
+}
