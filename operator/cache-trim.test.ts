@@ -20,7 +20,7 @@ import { deploymentNotServing, ingressNotServing } from './readiness.ts';
 import { desiredShareChildren, validateShare } from './share-children.ts';
 import { deploymentAvailable } from './status.ts';
 import { needsReconcile } from './watches.ts';
-import { oauthSection } from '../test/k8s/operator-fixture.ts';
+import { oauthSection } from '../test/support/installation-oauth.ts';
 import { availableDeploymentStatus } from '../test/support/deployment-status.ts';
 
 const logger = createLogger('test', { destination: new Writable({ write: (_c, _e, cb) => cb() }) });
