@@ -1,9 +1,10 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
-import { constants, type IncomingHttpHeaders as Http2Headers, type ServerHttp2Stream } from 'node:http2';
+import type { IncomingHttpHeaders as Http2Headers, ServerHttp2Stream } from 'node:http2';
 import { stripIdentityHeaders } from '../../lib/identity-headers.ts';
 import { Agent, request as httpRequest } from '../../lib/node-http.ts';
 import { ROUTE_HEADER, shareTokenOf, tunnelHeaders } from '../../lib/tunnel/protocol.ts';
+import { relayBody, resetStream } from '../../lib/tunnel/relay.ts';
 
 /** A share as the tunnel serves it: where its backend answers, and who may reach it. */
 export interface TunnelledShare {
@@ -59,8 +60,9 @@ export function serveStream(
     if (stream.closed) return void res.destroy();
     stream.respond({ ':status': res.statusCode ?? 502, ...tunnelHeaders(res.headers) });
     res.on('end', () => (settled = true));
-    res.pipe(stream);
-    res.on('error', () => stream.close(constants.NGHTTP2_INTERNAL_ERROR));
+    res.on('error', () => undefined);
+    // A backend that hangs up mid-body resets the stream: the visitor's connection is cut, not ended.
+    relayBody(res, stream, () => resetStream(stream));
   });
   request.on('upgrade', (res, socket, head) => {
     settled = true;
@@ -69,19 +71,20 @@ export function serveStream(
     if (head.length > 0) stream.write(head);
     socket.pipe(stream);
     stream.pipe(socket);
-    socket.on('error', () => stream.close(constants.NGHTTP2_CANCEL));
+    socket.on('error', () => resetStream(stream));
     stream.on('close', () => socket.destroy());
   });
   request.on('error', (err) => {
     if (!stream.headersSent) answer(stream, 502, `502: the share backend did not answer: ${err.message}\n`);
-    else stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+    else resetStream(stream);
   });
   // A visitor who went away cancels the stream: the backend request is dropped too.
   stream.on('close', () => {
     if (!settled) request.destroy();
   });
   if (websocket) request.end();
-  else stream.pipe(request);
+  // A request body cut short (the stream reset, the tunnel lost) never reaches the backend as whole.
+  else relayBody(stream, request, () => request.destroy());
 }
 
 /** The target's path and the request's, as the frontend's proxy joins them (repeated slashes folded). */

@@ -1,9 +1,10 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { constants, type ClientHttp2Stream, type IncomingHttpHeaders as Http2Headers } from 'node:http2';
+import type { ClientHttp2Stream, IncomingHttpHeaders as Http2Headers } from 'node:http2';
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { ShareCookies } from '../backend-cookies.ts';
 import { ROUTE_HEADER, tunnelHeaders, type TunnelRoute } from './protocol.ts';
+import { declaredLength, onceSettled, relayBody, resetStream } from './relay.ts';
 import { TunnelUnavailable, type StreamTarget } from './stream-target.ts';
 
 /** Why a request could not be answered by the agent. */
@@ -49,12 +50,14 @@ export function forwardRequest(
   });
   if (typeof stream === 'string') return options.fail(res, stream);
   watchIdle(stream, options.idleMs, () => (res.headersSent ? res.destroy() : options.fail(res, 'timeout')));
-  req.pipe(stream);
+  relayBody(req, stream, () => resetStream(stream));
   stream.on('response', (headers) => {
+    const status = Number(headers[':status']);
     const out = withCookies(tunnelHeaders(headers), options.cookies);
     if (options.setCookie) out['set-cookie'] = [...toList(out['set-cookie']), options.setCookie];
-    res.writeHead(Number(headers[':status']), out);
-    stream.pipe(res);
+    res.writeHead(status, out);
+    const bodiless = req.method === 'HEAD' || status === 204 || status === 304;
+    relayBody(stream, res, () => res.destroy(), bodiless ? undefined : declaredLength(headers['content-length']));
   });
   stream.on('error', () => undefined);
   stream.on('close', () => {
@@ -62,9 +65,7 @@ export function forwardRequest(
     if (!res.headersSent) options.fail(res, 'unreachable');
     else res.destroy();
   });
-  res.on('close', () => {
-    if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
-  });
+  res.on('close', () => resetStream(stream));
 }
 
 /**
@@ -100,12 +101,11 @@ export function forwardUpgrade(
       stream === 'busy' ? 'Service Unavailable' : 'Bad Gateway',
     );
   }
-  socket.on('error', () => stream.close(constants.NGHTTP2_CANCEL));
-  socket.on('close', () => {
-    if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
-  });
+  socket.on('error', () => resetStream(stream));
+  socket.on('close', () => resetStream(stream));
   stream.on('error', () => socket.destroy());
-  stream.on('close', () => socket.end());
+  // A stream reset or lost with its tunnel cuts the connection; only a completed one ends it.
+  onceSettled(stream, (complete) => (complete ? socket.end() : socket.destroy()));
   stream.on('response', (headers) => {
     const status = Number(headers[':status']);
     const lines = Object.entries(withCookies(tunnelHeaders(headers), cookies)).flatMap(([name, value]) =>
@@ -114,7 +114,7 @@ export function forwardUpgrade(
     if (status !== 200) {
       // The backend refused the upgrade: its answer goes to the client as an ordinary response.
       socket.write(`HTTP/1.1 ${status} Upgrade Refused\r\n${lines.join('\r\n')}\r\nconnection: close\r\n\r\n`);
-      stream.pipe(socket);
+      stream.pipe(socket, { end: false });
       return;
     }
     socket.write(
@@ -122,7 +122,7 @@ export function forwardUpgrade(
     );
     if (head.length > 0) stream.write(head);
     socket.pipe(stream);
-    stream.pipe(socket);
+    stream.pipe(socket, { end: false });
   });
 }
 
@@ -147,21 +147,19 @@ export function forwardStream(
   });
   if (typeof outgoing === 'string') return respondFailure(incoming, FAILURE_STATUS[outgoing]);
   watchIdle(outgoing, options.idleMs, () => respondFailure(incoming, 504));
-  incoming.pipe(outgoing);
+  relayBody(incoming, outgoing, () => resetStream(outgoing));
   outgoing.on('response', (h) => {
     if (incoming.closed) return;
     incoming.respond({ ':status': Number(h[':status']), ...tunnelHeaders(h) });
-    outgoing.pipe(incoming);
+    relayBody(outgoing, incoming, () => resetStream(incoming));
   });
   outgoing.on('error', () => undefined);
   outgoing.on('close', () => {
     if (!incoming.headersSent) respondFailure(incoming, 502);
-    else if (!incoming.closed && !incoming.writableEnded) incoming.close(constants.NGHTTP2_CANCEL);
+    else if (!incoming.writableEnded) resetStream(incoming);
   });
   incoming.on('error', () => undefined);
-  incoming.on('close', () => {
-    if (!outgoing.closed) outgoing.close(constants.NGHTTP2_CANCEL);
-  });
+  incoming.on('close', () => resetStream(outgoing));
 }
 
 function openStream(target: StreamTarget, headers: OutgoingHttpHeaders): ClientHttp2Stream | ForwardFailure {
@@ -177,16 +175,13 @@ function openStream(target: StreamTarget, headers: OutgoingHttpHeaders): ClientH
 function watchIdle(stream: ClientHttp2Stream, idleMs: number, onTimeout: () => void): void {
   stream.setTimeout(idleMs, () => {
     onTimeout();
-    stream.close(constants.NGHTTP2_CANCEL);
+    resetStream(stream);
   });
 }
 
 function respondFailure(stream: ServerHttp2Stream, status: number): void {
   if (stream.closed || stream.destroyed) return;
-  if (stream.headersSent) {
-    stream.close(constants.NGHTTP2_CANCEL);
-    return;
-  }
+  if (stream.headersSent) return resetStream(stream);
   stream.respond({ ':status': status, 'content-type': 'text/plain; charset=utf-8' });
   stream.end(`${status}: the share's agent ${status === 503 ? 'is busy' : 'did not answer'}\n`);
 }

@@ -1,0 +1,37 @@
+import type { Logger } from '../../lib/logger.ts';
+import type { ShareDirectory } from '../../lib/tunnel/directory.ts';
+import type { TunnelLimits } from '../../lib/tunnel/protocol.ts';
+import { startFrontend, type RunningFrontend } from '../../sidecar/frontend.ts';
+import { TunnelEndpoint } from '../../sidecar/tunnel/endpoint.ts';
+import { LocalTunnels } from '../../sidecar/tunnel/locator.ts';
+import { tunnelledShares } from '../../sidecar/tunnel/routes.ts';
+
+export interface TunnelFrontend {
+  readonly frontend: RunningFrontend;
+  readonly endpoint: TunnelEndpoint;
+  readonly locator: LocalTunnels;
+}
+
+/**
+ * The real frontend on 127.0.0.1:0 serving `*.<domain>` from agents' tunnels: the tunnel endpoint
+ * on its upgrades, the shares `directory` names routed to the tunnels it holds.
+ */
+export async function startTunnelFrontend(options: {
+  domain: string;
+  directory: ShareDirectory;
+  limits: TunnelLimits;
+  logger: Logger;
+}): Promise<TunnelFrontend> {
+  const { domain, directory, limits, logger } = options;
+  const locator = new LocalTunnels(limits.maxTunnelsPerEnvironment);
+  const endpoint = new TunnelEndpoint({ directory, locator, limits, logger });
+  const frontend = await startFrontend({
+    listen: { host: '127.0.0.1', port: 0 },
+    endpointUrl: (port) => new URL(`http://${domain}:${port}`),
+    domain,
+    shares: tunnelledShares({ directory, locator, limits, logger }),
+    logger,
+    onUpgrade: (req, socket, head) => endpoint.handleUpgrade(req, socket, head),
+  });
+  return { frontend, endpoint, locator };
+}
