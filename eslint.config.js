@@ -27,4 +27,31 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
     },
   },
+  {
+    // Script modules the pages load in the browser (lib/web/assets, <role>/web/assets): plain
+    // JavaScript with browser globals, outside the TypeScript project.
+    files: ['**/web/assets/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      sourceType: 'module',
+      parserOptions: { projectService: false, project: false, program: null },
+      globals: Object.fromEntries(
+        [
+          'document',
+          'window',
+          'location',
+          'history',
+          'fetch',
+          'EventSource',
+          'FormData',
+          'URLSearchParams',
+          'Node',
+          'HTMLElement',
+          'setInterval',
+          'clearInterval',
+          'navigator',
+        ].map((name) => [name, 'readonly']),
+      ),
+    },
+  },
 );
