@@ -87,11 +87,12 @@ export class Authenticator implements RenewService {
     this.renewer = config.authService
       ? remoteRenewer(config.authService, this.sessions)
       : (session, share) => this.renewHere(session, share);
+    // The login cookie is the endpoint host's own: host-only, never for the cookie domain.
     this.logins = new LoginStates(
       this.keys,
       config.cookieName,
       config.intermediateLifetimeMs,
-      cookieOptions,
+      { secure: cookieOptions.secure },
       clock,
       shared,
     );
@@ -141,7 +142,7 @@ export class Authenticator implements RenewService {
         this.metrics.refreshes.inc({ provider: provider.name, result: 'login_required' });
       }
     }
-    await this.startLogin(req, res, provider, share);
+    this.startLogin(req, res, provider, share);
     return 'handled';
   }
 
@@ -247,22 +248,45 @@ export class Authenticator implements RenewService {
     return this.sessions.seal(session);
   }
 
-  private async startLogin(
-    req: IncomingMessage,
-    res: ServerResponse,
-    provider: Provider,
-    share: ShareRoute,
-  ): Promise<void> {
+  /** Sends the visitor to the endpoint host's start path with a ticket for this share. */
+  private startLogin(req: IncomingMessage, res: ServerResponse, provider: Provider, share: ShareRoute): void {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       this.metrics.request('unauthenticated');
       sendPage(res, 401, 'Login required', 'Your session has ended. Reload the page to sign in again.');
       return;
     }
-    const login = this.logins.start(provider.name, share, req.url ?? '/', req.headers.cookie);
+    const ticket = this.logins.ticket(provider.name, share, req.url ?? '/');
+    const start = new URL(`/${provider.name}/auth/start`, this.config.endpointUrl);
+    start.searchParams.set('ticket', ticket);
+    this.metrics.request('login_redirect');
+    redirect(res, start);
+  }
+
+  /**
+   * `GET /<provider>/auth/start?ticket=…` on the endpoint host: the login begins here, so that its
+   * browser binding (the login cookie) is the endpoint host's own cookie, which no share can write.
+   */
+  async start(req: IncomingMessage, res: ServerResponse, providerName: string): Promise<void> {
+    const provider = this.providers.get(providerName);
+    if (!provider) {
+      sendPage(res, 404, 'Unknown provider', `No identity provider named ${providerName} is configured.`);
+      return;
+    }
+    const url = new URL(req.url ?? '/', this.config.endpointUrl);
+    const login = this.logins.start(
+      provider.name,
+      url.searchParams.get('ticket') ?? undefined,
+      req.headers.cookie,
+      (token) => this.shares().lookup(token),
+    );
+    if (typeof login === 'string') {
+      this.metrics.logins.inc({ provider: provider.name, result: 'invalid_state' });
+      sendPage(res, 400, 'Login failed', `${login}. Open the share again to start a new login.`);
+      return;
+    }
     try {
-      const url = await provider.authorizationUrl({ ...login, redirectUri: this.callbackUri(provider) });
-      this.metrics.request('login_redirect');
-      redirect(res, url, { 'set-cookie': login.setCookie });
+      const authorize = await provider.authorizationUrl({ ...login, redirectUri: this.callbackUri(provider) });
+      redirect(res, authorize, { 'set-cookie': login.setCookie });
     } catch (err) {
       this.metrics.request('upstream_error');
       this.metrics.providerFailure(provider.name, 'login', failureOf(err));

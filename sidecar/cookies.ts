@@ -1,7 +1,8 @@
 /** Cookie parsing and serialisation for the frontend's own cookies (RFC 6265). */
 
 export interface CookieOptions {
-  readonly domain: string;
+  /** The cookie domain; none makes a host-only cookie (the endpoint host's login cookie). */
+  readonly domain?: string;
   readonly secure: boolean;
   /** Seconds; 0 expires the cookie now. */
   readonly maxAgeSeconds: number;
@@ -39,12 +40,9 @@ export function cookieValue(header: string | undefined, name: string): string | 
 
 /** HttpOnly and SameSite=Lax always; Secure whenever the public endpoint is https. */
 export function serializeCookie(name: string, value: string, options: CookieOptions): string {
-  const parts = [
-    `${name}=${value}`,
-    'Path=/',
-    `Domain=${options.domain}`,
-    `Max-Age=${Math.max(0, Math.floor(options.maxAgeSeconds))}`,
-  ];
+  const parts = [`${name}=${value}`, 'Path=/'];
+  if (options.domain !== undefined) parts.push(`Domain=${options.domain}`);
+  parts.push(`Max-Age=${Math.max(0, Math.floor(options.maxAgeSeconds))}`);
   if (options.maxAgeSeconds <= 0) parts.push('Expires=Thu, 01 Jan 1970 00:00:00 GMT');
   parts.push('HttpOnly', 'SameSite=Lax');
   if (options.secure) parts.push('Secure');

@@ -32,8 +32,9 @@ import { clientErrorStatus, rejectUpgrade, serveShare, upgradeShare, type ShareH
 export interface FrontendOptions {
   readonly listen: ListenAddress;
   /**
-   * Public base URL: its host serves callback and logout; its scheme and port are used for share
-   * URLs. A function receives the bound port (for listeners on port 0, as tests and `--dev` use).
+   * Public base URL: its host serves login start, callback and logout; its scheme and port are used
+   * for share URLs. A function receives the bound port (for listeners on port 0, as tests and
+   * `--dev` use).
    */
   readonly endpointUrl: URL | ((boundPort: number) => URL);
   /** Share hosts are `<token>.<domain>`. */
@@ -70,12 +71,13 @@ export interface RunningFrontend {
 }
 
 const CALLBACK = /^\/([A-Za-z0-9][A-Za-z0-9_-]*)\/auth\/callback$/;
+const START = /^\/([A-Za-z0-9][A-Za-z0-9_-]*)\/auth\/start$/;
 const LOGOUT = /^\/([A-Za-z0-9][A-Za-z0-9_-]*)\/logout$/;
 
 /**
  * The public frontend: one listener that routes by host. `<token>.<domain>` reaches a share
  * (sidecar/share-handler.ts, through OAuth when the share asks for it); endpoint_url's host serves
- * the OAuth callback and logout; `/healthz` and `/readyz` answer by exact path on any other host
+ * the OAuth login start, callback and logout; `/healthz` and `/readyz` answer by exact path on any other host
  * (probes use the pod IP).
  */
 export async function startFrontend(options: FrontendOptions): Promise<RunningFrontend> {
@@ -156,10 +158,12 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
   const serveEndpoint = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const callback = CALLBACK.exec(path);
+    const start = START.exec(path);
     const logout = LOGOUT.exec(path);
-    if (auth && (req.method === 'GET' || req.method === 'HEAD') && (callback || logout)) {
+    if (auth && (req.method === 'GET' || req.method === 'HEAD') && (callback || start || logout)) {
       metrics.request('auth_endpoint');
       if (callback) await auth.callback(req, res, callback[1] as string);
+      else if (start) await auth.start(req, res, start[1] as string);
       else await auth.logout(req, res, (logout as RegExpExecArray)[1] as string);
       return;
     }

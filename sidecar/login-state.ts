@@ -25,6 +25,17 @@ interface LoginSecrets {
   readonly expiresAt: number;
 }
 
+/** What a login start ticket carries from the share host to the endpoint host's start path. */
+interface StartTicket {
+  readonly provider: string;
+  readonly share: string;
+  readonly instance: string;
+  readonly path: string;
+}
+
+/** A ticket is followed at once (a redirect); it is good for a minute at most. */
+const TICKET_LIFETIME_MS = 60_000;
+
 /** Logins kept under way per browser; a further one drops the oldest (its tab must start again). */
 const MAX_PENDING_LOGINS = 5;
 
@@ -51,39 +62,76 @@ export interface CompletedLogin {
  * every login under way in this browser, so two tabs that were both sent to the provider can both
  * come back (with one secret per cookie the second tab's login overwrote the first's).
  *
- * Both are sealed under the share's own keys (sidecar/share-keys.ts) with the share's token in
- * clear (`<token>~<sealed>`, sidecar/share-parts.ts): the share pod that starts a login holds only
- * its share's keys, and the auth endpoint's callback derives that share's keys from the token and
- * the share's current instance, so a state or login cookie made with one share's keys never
- * completes a login for another.
+ * The login cookie is set by the endpoint host, host-only (`loginCookieName`): every share lives
+ * under the cookie domain and its pages are its owner's code, so a cookie the share host could set
+ * could also be written by a share's script (`document.cookie`, Domain=<cookie_domain>), planting
+ * the attacker's own login in a visitor's browser before sending it to the callback with the
+ * attacker's code and state (login CSRF). So a login goes share host → `ticket` → endpoint host's
+ * `/<provider>/auth/start` → `start` (cookie set there) → provider → callback.
+ *
+ * Ticket, state and login entries are sealed under the share's own keys (sidecar/share-keys.ts)
+ * with the share's token in clear (`<token>~<sealed>`, sidecar/share-parts.ts): the share pod that
+ * makes the ticket holds only its share's keys, and the auth endpoint derives that share's keys
+ * from the token and the share's current instance, so nothing made with one share's keys (or for
+ * an earlier instance of the token) starts or completes a login for another.
  */
 export class LoginStates {
   readonly cookieName: string;
   private readonly replay: Pick<SharedState, 'claimLogin'>;
   private readonly keys: KeyRing;
   private readonly lifetimeMs: number;
-  private readonly cookieOptions: Omit<CookieOptions, 'maxAgeSeconds'>;
+  private readonly cookieOptions: Omit<CookieOptions, 'maxAgeSeconds' | 'domain'>;
   private readonly clock: Clock;
 
   constructor(
     keys: KeyRing,
     cookieName: string,
     lifetimeMs: number,
-    cookieOptions: Omit<CookieOptions, 'maxAgeSeconds'>,
+    cookieOptions: Omit<CookieOptions, 'maxAgeSeconds' | 'domain'>,
     clock: Clock = systemClock,
     replay: Pick<SharedState, 'claimLogin'> = localSharedState(clock),
   ) {
     this.replay = replay;
     this.keys = keys;
-    this.cookieName = `${cookieName}-login`;
+    this.cookieName = loginCookieName(cookieName, cookieOptions.secure);
     this.lifetimeMs = lifetimeMs;
     this.cookieOptions = cookieOptions;
     this.clock = clock;
   }
 
-  start(provider: string, share: ShareIdentity, path: string, cookieHeader?: string): StartedLogin {
+  /**
+   * The share host's half of a login: a ticket naming the share, provider and return path, sealed
+   * under the share's keys (a share pod holds them), which the browser carries to the endpoint
+   * host's start path (`start` below). It binds nothing to the browser and holds no secret.
+   */
+  ticket(provider: string, share: ShareIdentity, path: string): string {
     const sealer = this.keys.sealerFor(share);
     if (!sealer) throw new Error(`this frontend holds no keys for share ${share.token}`);
+    const ticket: StartTicket = { provider, share: share.token, instance: share.instance, path };
+    const expires = this.clock.now() + Math.min(this.lifetimeMs, TICKET_LIFETIME_MS);
+    return partText({ token: share.token, sealed: sealer.seal('start', ticket, expires) });
+  }
+
+  /**
+   * The endpoint host's half: opens a ticket made for `provider` (with the keys of the share its
+   * token names now) and starts the login, whose secrets go into the endpoint host's own login
+   * cookie. Returns a reason string when the ticket is refused.
+   */
+  start(
+    provider: string,
+    ticketParam: string | undefined,
+    cookieHeader: string | undefined,
+    shareOf: (token: string) => ShareIdentity | undefined,
+  ): StartedLogin | string {
+    const part = parsePart(ticketParam);
+    if (!part) return 'the login link is invalid';
+    const share = shareOf(part.token);
+    if (!share) return 'the share this login is for no longer exists';
+    const sealer = this.keys.sealerFor(share);
+    const ticket = sealer?.open<StartTicket>('start', part.sealed);
+    if (!sealer || !ticket || ticket.share !== share.token || ticket.instance !== share.instance)
+      return 'the login link is invalid or expired, or its share was replaced';
+    if (ticket.provider !== provider) return 'the login link belongs to another provider';
     const id = randomBytes(16).toString('base64url');
     const expires = this.clock.now() + this.lifetimeMs;
     const secrets: LoginSecrets = {
@@ -96,7 +144,7 @@ export class LoginStates {
       token: share.token,
       sealed: sealer.seal(
         'state',
-        { id, provider, share: share.token, instance: share.instance, path } satisfies LoginState,
+        { id, provider, share: share.token, instance: share.instance, path: ticket.path } satisfies LoginState,
         expires,
       ),
     });
@@ -165,4 +213,14 @@ export class LoginStates {
   clearCookie(): string {
     return serializeCookie(this.cookieName, '', { ...this.cookieOptions, maxAgeSeconds: 0 });
   }
+}
+
+/**
+ * The login cookie's name: `__Host-<cookie_name>-login` when the endpoint is https, so that browsers
+ * take it only host-only, Secure and for `Path=/` (no share on a sibling host can plant or replace
+ * it); `<cookie_name>-login`, host-only too, on a plain-HTTP endpoint, where the prefix cannot be
+ * used (docs/security.md: a weaker guarantee, for development only).
+ */
+export function loginCookieName(cookieName: string, secure: boolean): string {
+  return secure ? `__Host-${cookieName}-login` : `${cookieName}-login`;
 }

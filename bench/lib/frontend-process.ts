@@ -51,8 +51,12 @@ export interface Startup {
 export async function frontendLogin(share: URL, issuer: string): Promise<string> {
   const jar = new CookieJar();
   const unauthenticated = await request(share);
-  if (unauthenticated.status !== 302 || !unauthenticated.headers.location?.startsWith(issuer))
-    throw new Error(`the OAuth share did not redirect to the provider (status ${unauthenticated.status})`);
+  const start = new URL(unauthenticated.headers.location ?? '/', share);
+  if (unauthenticated.status !== 302 || !start.pathname.endsWith('/auth/start'))
+    throw new Error(`the OAuth share did not redirect to the login start (status ${unauthenticated.status})`);
+  const started = await request(start);
+  if (started.status !== 302 || !started.headers.location?.startsWith(issuer))
+    throw new Error(`the login start did not redirect to the provider (status ${started.status})`);
   const login = await devInteractionsLogin({ start: share, jar, login: 'bench@example.com' });
   const cookie = jar.header(share);
   if (login.reply.status !== 200 || !login.reply.body.startsWith(FIXED_BODY_START) || !cookie)

@@ -191,15 +191,14 @@ describe('two tabs', () => {
   it('completes concurrent logins started in two tabs of one browser, in either order', () =>
     callbacks.run(async () => {
       // Tab 1 and tab 2 share the browser's cookies: tab 2 starts while tab 1 is at the provider.
-      const first = await get(fe.port, fe.host('one'), '/first');
-      const tab1 = { authorizeUrl: new URL(first.headers.location ?? ''), cookie: cookiesFrom(first) };
-      const second = await get(fe.port, fe.host('uno'), '/second', { headers: { cookie: tab1.cookie } });
-      const tab2 = { authorizeUrl: new URL(second.headers.location ?? ''), cookie: cookiesFrom(second) };
+      // (The login cookie is the endpoint host's: tab 2's start there carries tab 1's.)
+      const tab1 = await startLogin(fe, 'one', '/first');
+      const tab2 = await startLogin(fe, 'uno', '/second', tab1.loginCookie);
       const back1 = await idp1.authorize(tab1.authorizeUrl);
       const back2 = await idp1.authorize(tab2.authorizeUrl);
 
       // Tab 2 comes back first; the browser then holds its session and what is left of the login cookie.
-      const done2 = await callback(fe, back2, tab2.cookie);
+      const done2 = await callback(fe, back2, tab2.loginCookie);
       expect(done2.status).toBe(302);
       expect(done2.headers.location).toBe(shareUrl(fe, 'uno', '/second'));
       const afterTab2 = cookiesFrom(done2);
@@ -216,9 +215,8 @@ describe('two tabs', () => {
 
   it('a stale tab’s failed callback leaves the other tab’s login intact', () =>
     callbacks.run(async () => {
-      const first = await get(fe.port, fe.host('one'), '/a');
-      const cookie = cookiesFrom(first);
-      const back = await idp1.authorize(new URL(first.headers.location ?? ''));
+      const { authorizeUrl, loginCookie: cookie } = await startLogin(fe, 'one', '/a');
+      const back = await idp1.authorize(authorizeUrl);
       const stale = await callbackAt('idp1', '?code=4/x&state=garbage', cookie);
       expect(stale.status).toBe(400);
       expect(stale.headers['set-cookie']).toBeUndefined();

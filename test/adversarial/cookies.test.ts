@@ -4,7 +4,7 @@ import { suiteFigures } from '../support/figures.ts';
 import { startFrontendAndStranger, type TestFrontend } from '../support/frontend.ts';
 import { cookiesFrom, get } from '../support/http.ts';
 import { startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
-import { callback, startLogin } from '../support/oauth-flow.ts';
+import { callback, followStart, startLogin } from '../support/oauth-flow.ts';
 import { mintSessionCookie } from '../support/session.ts';
 
 /**
@@ -63,8 +63,8 @@ const tampering = figures.attackClass(
 async function expectLoginRestarts(cookieHeader: string, token = 'one'): Promise<void> {
   const count = backend.seen.length;
   const reply = await get(fe.port, fe.host(token), '/private', { headers: { cookie: cookieHeader } });
-  expect(reply.status).toBe(302);
-  expect(reply.headers.location).toMatch(new RegExp(`^${idp1.url.origin}/o/oauth2/v2/auth\\?`));
+  const started = await followStart(fe, reply);
+  expect(started.headers.location).toMatch(new RegExp(`^${idp1.url.origin}/o/oauth2/v2/auth\\?`));
   expect(backend.seen.length).toBe(count);
 }
 

@@ -11,7 +11,7 @@ import { TestClock } from '../support/clock.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
 import { get } from '../support/http.ts';
 import { frontendMetric, issuerProvider, loginThroughIssuer } from '../support/issuer-login.ts';
-import { callback as oauthCallback, startLogin } from '../support/oauth-flow.ts';
+import { callback as oauthCallback, providerRedirect, startLogin } from '../support/oauth-flow.ts';
 import {
   normalBehaviour,
   startTestIssuer,
@@ -333,7 +333,7 @@ describe('at a running frontend', () => {
       const tokenRequests = server.requests.token;
       const recheck = await get(fe.port, fe.host('one'), '/', { headers: { cookie } });
       expect(recheck.status).toBe(302);
-      expect(recheck.headers.location).toMatch(new RegExp(`^${server.issuer}/auth`));
+      expect((await providerRedirect(fe, recheck)).headers.location).toMatch(new RegExp(`^${server.issuer}/auth`));
       expect(server.requests.token).toBe(tokenRequests + 1);
       // Ended: the cookie is not refreshed again, whatever the provider says now.
       server.behaviour.claims = (c) => c;

@@ -5,7 +5,7 @@ import { suiteFigures } from '../support/figures.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
 import { get } from '../support/http.ts';
 import { startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
-import { callback } from '../support/oauth-flow.ts';
+import { callback, followStart } from '../support/oauth-flow.ts';
 import { rawExchange } from '../support/raw-socket.ts';
 
 /**
@@ -189,8 +189,9 @@ describe('the original URL after login', () => {
     }
     const head = start.text.slice(0, start.text.indexOf('\r\n\r\n'));
     const location = /\r\nlocation: ([^\r\n]+)/i.exec(head)?.[1] ?? '';
-    const loginCookie = /\r\nset-cookie: ([^;\r\n]+)/i.exec(head)?.[1] ?? '';
-    const done = await callback(fe, await idp1.authorize(location), loginCookie);
+    const started = await followStart(fe, { status: start.status, headers: { location }, body: '' });
+    const loginCookie = (started.headers['set-cookie']?.[0] ?? '').split(';')[0] ?? '';
+    const done = await callback(fe, await idp1.authorize(started.headers.location ?? ''), loginCookie);
     expect(done.status, target).toBe(302);
     return done.headers.location;
   }

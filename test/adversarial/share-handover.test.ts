@@ -19,7 +19,7 @@ import { suiteFigures } from '../support/figures.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
 import { cookiesFrom, get } from '../support/http.ts';
 import { startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
-import { callback, startLogin } from '../support/oauth-flow.ts';
+import { callback, providerRedirect, startLogin } from '../support/oauth-flow.ts';
 import { rawExchange } from '../support/raw-socket.ts';
 
 /**
@@ -189,7 +189,10 @@ describe('a share token freed by one account', () => {
     await tally.run(async () => {
       const visit = await request(shareAt('/inbox'), { headers: { cookie: jar.header(shareAt()) ?? '' } });
       expect(visit.status).toBe(302);
-      expect(new URL(String(visit.headers.location)).origin).toBe(new URL(dev.loginUrl).origin);
+      const start = new URL(String(visit.headers.location));
+      const started = await request(start, { headers: { cookie: jar.header(start) ?? '' } });
+      expect(started.status).toBe(302);
+      expect(new URL(String(started.headers.location)).origin).toBe(new URL(dev.loginUrl).origin);
       expect(backends[1].seen.filter((s) => s.headers['svc-auth-email'] !== undefined)).toEqual([]);
     });
     await tally.run(async () => {
@@ -255,7 +258,9 @@ describe('a session or a login made for one share instance', () => {
     await tally.run(async () => {
       const visit = await get(after.port, after.host('reused'), '/', { headers: { cookie } });
       expect(visit.status).toBe(302);
-      expect(new URL(visit.headers.location ?? '').origin).toBe(new URL(idp1.url).origin);
+      expect(new URL((await providerRedirect(after, visit)).headers.location ?? '').origin).toBe(
+        new URL(idp1.url).origin,
+      );
     });
     await tally.run(async () => {
       const upgrade = await upgradeWith(after.port, after.host('reused'), cookie);

@@ -116,7 +116,12 @@ const visit = (share: 'alpha' | 'beta', cookie?: string): Promise<Reply> =>
 
 /** A login at `share`: its pod's redirect, the issuer's answer, the auth endpoint's callback. */
 async function login(share: 'alpha' | 'beta', cookie = ''): Promise<{ reply: Reply; cookie: string }> {
-  const start = await visit(share, cookie || undefined);
+  const visited = await visit(share, cookie || undefined);
+  expect(visited.status).toBe(302);
+  // The pod sends the browser to the auth endpoint's start path, which sets the login cookie.
+  const startUrl = new URL(visited.headers.location ?? '');
+  expect(startUrl.host).toBe(authHost);
+  const start = await get(auth.port, authHost, `${startUrl.pathname}${startUrl.search}`);
   expect(start.status).toBe(302);
   const authorizeUrl = new URL(start.headers.location ?? '');
   const loginCookie = [cookie, cookiesFrom(start)].filter(Boolean).join('; ');
@@ -196,7 +201,7 @@ describe('alpha’s material used against beta', () => {
     const seen = backends.beta.seen.length;
     const reply = await visit('beta', cookie);
     expect(reply.status).toBe(302);
-    expect(new URL(reply.headers.location ?? '').origin).toBe(issuer.issuer);
+    expect(new URL(reply.headers.location ?? '').host).toBe(authHost);
     expect(backends.beta.seen.length).toBe(seen);
   }
 
@@ -231,6 +236,18 @@ describe('alpha’s material used against beta', () => {
       expect(reply.status).toBe(400);
       expect(issuer.requests.token).toBe(tokens);
       expect(reply.headers['set-cookie'] ?? []).not.toContainEqual(expect.stringMatching(/^svc-auth-session=/));
+    }));
+
+  it('a login start ticket made with alpha’s keys for beta starts nothing at the auth endpoint', () =>
+    forgery.run(async () => {
+      const ticket = alphaSealer().seal(
+        'start',
+        { provider: 'corp', share: BETA.token, instance: BETA.instance, path: '/' },
+        clock.now() + 60_000,
+      );
+      const reply = await get(auth.port, authHost, `/corp/auth/start?ticket=beta~${ticket}`);
+      expect(reply.status).toBe(400);
+      expect(reply.headers['set-cookie']).toBeUndefined();
     }));
 
   it('alpha’s credential does not renew beta’s session at the internal port, nor does a wrong one', () =>

@@ -196,7 +196,7 @@ describe('the fast path', () => {
     const login = await send(agent, 'private', '/');
     expect(login.status).toBe(302);
     expect(login.reusedSocket).toBe(true);
-    expect(login.headers.location).toContain('127.0.0.1:9/auth');
+    expect(login.headers.location).toMatch(/\/google\/auth\/start\?ticket=private%7E/);
     expect((await send(agent, 'open', '/after')).status).toBe(200);
     agent.destroy();
   });

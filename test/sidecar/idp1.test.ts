@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
 import { cookiesFrom, get } from '../support/http.ts';
-import { callback, shareUrl, startLogin } from '../support/oauth-flow.ts';
+import { callback, providerRedirect, shareUrl, startLogin } from '../support/oauth-flow.ts';
 import { s256, startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
 import { startIdp2Server, type Idp2Server } from '../support/idp2-server.ts';
 
@@ -246,7 +246,9 @@ describe('idp1 provider flow', () => {
     const { session, accessToken } = await login('open1');
     const onIdp2Share = await get(fe.port, fe.host('two'), '/', { headers: { cookie: session } });
     expect(onIdp2Share.status).toBe(302);
-    expect(onIdp2Share.headers.location).toMatch(new RegExp(`^${idp2.url.origin}/login/oauth/authorize\\?`));
+    expect((await providerRedirect(fe, onIdp2Share)).headers.location).toMatch(
+      new RegExp(`^${idp2.url.origin}/login/oauth/authorize\\?`),
+    );
 
     // Same share token, same keys, but there the share is protected by idp2: the session's provider binds it.
     const flip = await login('flip');
@@ -254,7 +256,9 @@ describe('idp1 provider flow', () => {
       headers: { cookie: flip.session },
     });
     expect(sameShareOtherProvider.status).toBe(302);
-    expect(sameShareOtherProvider.headers.location).toMatch(new RegExp(`^${idp2.url.origin}/login/oauth/authorize\\?`));
+    expect((await providerRedirect(shortFe, sameShareOtherProvider)).headers.location).toMatch(
+      new RegExp(`^${idp2.url.origin}/login/oauth/authorize\\?`),
+    );
 
     const revocations = idp1.revocationRequests.length;
     const deletions = idp2.deletions.length;
@@ -274,11 +278,11 @@ describe('idp1 provider flow', () => {
     fe.clock.advance(1200);
     const authorizations = idp1.authorizeRequests.length;
     const reply = await get(fe.port, fe.host('quick1'), '/page', { headers: { cookie: session } });
-    expect(reply.status).toBe(302);
-    const next = new URL(reply.headers.location ?? '');
+    const started = await providerRedirect(fe, reply);
+    const next = new URL(started.headers.location ?? '');
     expect(next.origin + next.pathname).toBe(new URL('/o/oauth2/v2/auth', idp1.url).href);
     // The new login goes through the provider again and lands back on the same page.
-    const done = await callback(fe, await idp1.authorize(next), cookiesFrom(reply));
+    const done = await callback(fe, await idp1.authorize(next), cookiesFrom(started));
     expect(idp1.authorizeRequests.length).toBe(authorizations + 1);
     expect(done.status).toBe(302);
     expect(done.headers.location).toBe(shareUrl(fe, 'quick1', '/page'));

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
 import { cookiesFrom, get } from '../support/http.ts';
-import { callback, shareUrl, startLogin } from '../support/oauth-flow.ts';
+import { callback, providerRedirect, shareUrl, startLogin } from '../support/oauth-flow.ts';
 import { s256, startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
 import { startIdp2Server, type Idp2Email, type Idp2Server } from '../support/idp2-server.ts';
 
@@ -239,7 +239,9 @@ describe('idp2 provider flow', () => {
     const { session, accessToken } = await login('open2');
     const onIdp1Share = await get(fe.port, fe.host('one'), '/', { headers: { cookie: session } });
     expect(onIdp1Share.status).toBe(302);
-    expect(onIdp1Share.headers.location).toMatch(new RegExp(`^${idp1.url.origin}/o/oauth2/v2/auth\\?`));
+    expect((await providerRedirect(fe, onIdp1Share)).headers.location).toMatch(
+      new RegExp(`^${idp1.url.origin}/o/oauth2/v2/auth\\?`),
+    );
 
     // Same share token, same keys, but there the share is protected by idp1: the session's provider binds it.
     const flip = await login('flip');
@@ -247,7 +249,9 @@ describe('idp2 provider flow', () => {
       headers: { cookie: flip.session },
     });
     expect(sameShareOtherProvider.status).toBe(302);
-    expect(sameShareOtherProvider.headers.location).toMatch(new RegExp(`^${idp1.url.origin}/o/oauth2/v2/auth\\?`));
+    expect((await providerRedirect(shortFe, sameShareOtherProvider)).headers.location).toMatch(
+      new RegExp(`^${idp1.url.origin}/o/oauth2/v2/auth\\?`),
+    );
 
     const revocations = idp1.revocationRequests.length;
     const deletions = idp2.deletions.length;
@@ -266,10 +270,10 @@ describe('idp2 provider flow', () => {
     const { session } = await login('quick2', '/page');
     fe.clock.advance(1200);
     const reply = await get(fe.port, fe.host('quick2'), '/page', { headers: { cookie: session } });
-    expect(reply.status).toBe(302);
-    const next = new URL(reply.headers.location ?? '');
+    const started = await providerRedirect(fe, reply);
+    const next = new URL(started.headers.location ?? '');
     expect(next.origin + next.pathname).toBe(authorizeEndpoint());
-    const done = await callback(fe, await idp2.authorize(next), cookiesFrom(reply));
+    const done = await callback(fe, await idp2.authorize(next), cookiesFrom(started));
     expect(done.status).toBe(302);
     expect(done.headers.location).toBe(shareUrl(fe, 'quick2', '/page'));
   });

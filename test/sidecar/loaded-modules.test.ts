@@ -101,7 +101,11 @@ describe('an oidc frontend configured as the operator does it logs in without lo
     writeFileSync(file, JSON.stringify(parse(yaml), null, 2));
     loaded = await loadedWhile(file, async (port) => {
       const share = 'one.svc.localhost:8080';
-      const start = await get(port, share, '/');
+      const visit = await get(port, share, '/');
+      expect(visit.status).toBe(302);
+      // The share host sends the browser to the endpoint host's start, which sets the login cookie.
+      const startUrl = new URL(visit.headers.location ?? '');
+      const start = await get(port, startUrl.host, `${startUrl.pathname}${startUrl.search}`);
       expect(start.status).toBe(302);
       const authorize = new URL(start.headers.location ?? '');
       const nonce = authorize.searchParams.get('nonce');

@@ -3,6 +3,7 @@ import { startDevIdentityProvider, type DevIdentityProvider } from '../../sideca
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
 import { get } from '../support/http.ts';
+import { providerRedirect } from '../support/oauth-flow.ts';
 
 /** `supports_pkce` is honoured both ways (zrok ignored it), against the real oidc-provider. */
 describe('oidc PKCE option', () => {
@@ -42,8 +43,7 @@ describe('oidc PKCE option', () => {
       await new Promise((r) => setTimeout(r, 200));
       reply = await get(fe.port, fe.host(token), '/');
     }
-    expect(reply.status).toBe(302);
-    return new URL(reply.headers.location ?? '');
+    return new URL((await providerRedirect(fe, reply)).headers.location ?? '');
   };
 
   it('sends an S256 challenge and a nonce when supports_pkce is true', async () => {

@@ -4,6 +4,7 @@ import WebSocket from 'ws';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
 import { get } from '../support/http.ts';
+import { followStart } from '../support/oauth-flow.ts';
 import { mintSessionCookie } from '../support/session.ts';
 
 /**
@@ -156,7 +157,10 @@ describe('frontend security invariants', () => {
       const count = backend.seen.length;
       const reply = await get(fe.port, fe.host('alpha'), '/private', { headers: { cookie } });
       expect(reply.status).toBe(302);
-      expect(reply.headers.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/auth\?/);
+      expect(reply.headers.location).toMatch(
+        /^http:\/\/auth\.svc\.localhost:\d+\/google\/auth\/start\?ticket=alpha%7E/,
+      );
+      expect((await followStart(fe, reply)).headers.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/auth\?/);
       expect(backend.seen.length).toBe(count);
     });
 
@@ -166,8 +170,7 @@ describe('frontend security invariants', () => {
       const logout = await get(fe.port, fe.authHost, '/google/logout', { headers: { cookie } });
       expect(logout.status).toBe(302);
       const replay = await get(fe.port, fe.host('beta'), '/', { headers: { cookie } });
-      expect(replay.status).toBe(302);
-      expect(replay.headers.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/auth\?/);
+      expect((await followStart(fe, replay)).headers.location).toMatch(/^http:\/\/127\.0\.0\.1:9\/auth\?/);
     });
 
     it('refuses non-GET requests without a session instead of redirecting them', async () => {
@@ -178,13 +181,13 @@ describe('frontend security invariants', () => {
   });
 
   describe('cookies', () => {
-    it('login cookies are HttpOnly, SameSite=Lax, scoped to the cookie domain, and bounded', async () => {
-      const reply = await get(fe.port, fe.host('alpha'), '/');
+    it("login cookies are the endpoint host's own (host-only), HttpOnly, SameSite=Lax, and bounded", async () => {
+      const reply = await followStart(fe, await get(fe.port, fe.host('alpha'), '/'));
       const setCookie = reply.headers['set-cookie']?.[0] ?? '';
       expect(setCookie).toMatch(/^svc-auth-session-login=/);
       expect(setCookie).toContain('HttpOnly');
       expect(setCookie).toContain('SameSite=Lax');
-      expect(setCookie).toContain('Domain=svc.localhost');
+      expect(setCookie).not.toContain('Domain');
       expect(setCookie).toContain('Max-Age=300');
       expect(setCookie).not.toContain('Secure');
       expect(setCookie.length).toBeLessThan(4000);
@@ -197,8 +200,12 @@ describe('frontend security invariants', () => {
         oauth: { endpoint_url: 'https://auth.svc.localhost:1' },
       });
       try {
-        const reply = await get(secure.port, secure.host('alpha'), '/');
-        expect(reply.headers['set-cookie']?.[0]).toMatch(/; Secure$/);
+        const share = await get(secure.port, secure.host('alpha'), '/');
+        expect(share.headers.location).toMatch(/^https:\/\/auth\.svc\.localhost:\d+\/google\/auth\/start\?/);
+        const reply = await followStart(secure, share);
+        expect(reply.headers['set-cookie']?.[0]).toMatch(
+          /^__Host-svc-auth-session-login=[^;]+; Path=\/; [^D]*; Secure$/,
+        );
         const logout = await get(secure.port, secure.authHost, '/google/logout');
         expect(logout.headers['set-cookie']?.[0]).toMatch(/^svc-auth-session=; .*HttpOnly; SameSite=Lax; Secure$/);
       } finally {
@@ -218,7 +225,7 @@ describe('frontend security invariants', () => {
     });
 
     it('refuses a state minted for another provider (mix-up)', async () => {
-      const start = await get(fe.port, fe.host('alpha'), '/');
+      const start = await followStart(fe, await get(fe.port, fe.host('alpha'), '/'));
       const state = new URL(start.headers.location ?? '').searchParams.get('state') ?? '';
       const loginCookie = (start.headers['set-cookie']?.[0] ?? '').split(';')[0];
       const reply = await get(fe.port, fe.authHost, `/github/auth/callback?code=x&state=${state}`, {
@@ -229,7 +236,7 @@ describe('frontend security invariants', () => {
     });
 
     it('refuses a valid state without the browser cookie that started the login', async () => {
-      const start = await get(fe.port, fe.host('alpha'), '/');
+      const start = await followStart(fe, await get(fe.port, fe.host('alpha'), '/'));
       const state = new URL(start.headers.location ?? '').searchParams.get('state') ?? '';
       const reply = await get(fe.port, fe.authHost, `/google/auth/callback?code=x&state=${state}`);
       expect(reply.status).toBe(400);

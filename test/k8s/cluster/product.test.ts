@@ -308,7 +308,8 @@ describe('svc on a real one-node cluster', () => {
       return r.status !== 0 ? r : undefined;
     });
     expect(viaService.status, viaService.body).toBe(302);
-    expect(viaService.location).toContain(idp.issuer.host);
+    // To the auth endpoint's start path, which sets the login cookie and goes on to the provider.
+    expect(viaService.location).toMatch(/\/auth\/start\?ticket=live%7E/);
 
     // The auth endpoint learns the share from its config Secret, which the kubelet brings into the
     // pod within its sync period: the callback can only succeed once the auth pod has reloaded it.
