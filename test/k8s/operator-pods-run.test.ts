@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevIdentityProvider, type DevIdentityProvider } from '../../sidecar/dev-idp.ts';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
-import { devLogin, launchBrowser } from '../support/browser.ts';
+import { devLogin, expectLoginStartedOn, launchBrowser, navigations } from '../support/browser.ts';
 import type { ControlPlane } from './envtest.ts';
 import {
   api,
@@ -266,8 +266,11 @@ describe('the pod specs the operator writes really run', () => {
     const browser = await launchBrowser();
     try {
       const page = await browser.context.newPage();
+      const hops = navigations(page);
       await page.goto(`http://live.${DOMAIN}:${publicPort}/hello?x=1`);
       expect(page.url()).toContain(idp.issuer.host);
+      // The share pod sent the browser to the auth endpoint's host, where the login began.
+      await expectLoginStartedOn(page, hops, new URL(`http://auth.${DOMAIN}:${publicPort}`), 'dev');
       await devLogin(page, 'Alice@Example.com');
       await page.waitForURL(`http://live.${DOMAIN}:${publicPort}/hello?x=1`);
       const seen = JSON.parse((await page.textContent('body')) ?? '{}') as {

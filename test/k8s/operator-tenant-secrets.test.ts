@@ -5,7 +5,7 @@ import { createLogger } from '../../lib/logger.ts';
 import type { ShareIdentity } from '../../lib/share-keys.ts';
 import { staticShares } from '../../lib/share/source.ts';
 import { startFrontend, type RunningFrontend } from '../../sidecar/frontend.ts';
-import { createSealer } from '../../sidecar/seal.ts';
+import { createSealer, type Sealer } from '../../sidecar/seal.ts';
 import { sessionCookies } from '../../sidecar/session.ts';
 import { installationKeyRing, shareKeyRing } from '../../sidecar/share-keys.ts';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
@@ -36,13 +36,13 @@ import {
  * What a tenant namespace holds, on a real API server: two OAuth Shares in two namespaces, the
  * operator writing their children. Everything namespace A holds (every Secret and ConfigMap, as a
  * tenant who may read Secrets there sees it) contains none of the installation's secrets, and with
- * it no session for the share in namespace B can be opened or made: B's sidecar (started from the
- * config the operator wrote into namespace B) and the auth endpoint (started from the config the
- * operator wrote into the release namespace) refuse it.
+ * it no session for the share in namespace B can be opened or made, nor a login for it started:
+ * B's sidecar (started from the config the operator wrote into namespace B) and the auth endpoint
+ * (started from the config the operator wrote into the release namespace) refuse it.
  */
 const figures = suiteFigures('tenant-namespace');
 const forgery = figures.attackClass(
-  'A tenant namespace’s Secrets used against another namespace’s share (open, mint, renew)',
+  'A tenant namespace’s Secrets used against another namespace’s share (open, mint, start a login, renew)',
   'each OAuth share’s namespace held the installation’s client secret, signing and encryption keys (one Secret per share); now only keys derived for that share and a credential for the auth endpoint’s internal port',
 );
 
@@ -168,11 +168,24 @@ function genuineB(): string {
   return cookies.write(session, undefined).split(';')[0] ?? '';
 }
 
+/** The auth endpoint's start path as a browser follows a share host's login redirect to it. */
+const startAtAuthEndpoint = (start: URL) => get(authEndpoint.port, start.host, `${start.pathname}${start.search}`);
+
+/**
+ * B's sidecar does not serve the cookie: it sends the visitor to a new login, which starts on the
+ * auth endpoint's host (the ticket B's sidecar made with B's keys opens there) and goes on to the
+ * provider.
+ */
 async function refusedByB(cookie: string): Promise<void> {
   const seen = backend.seen.length;
   const reply = await visitB(cookie);
   expect(reply.status).toBe(302);
-  expect(new URL(reply.headers.location ?? '').origin).toBe(issuer.issuer);
+  const start = new URL(reply.headers.location ?? '');
+  expect(`${start.origin}${start.pathname}`).toBe(new URL('/dev/auth/start', authEndpoint.endpointUrl).href);
+  expect(start.searchParams.get('ticket')).toMatch(/^beta-docs~/);
+  const started = await startAtAuthEndpoint(start);
+  expect(started.status).toBe(302);
+  expect(new URL(started.headers.location ?? '').origin).toBe(issuer.issuer);
   expect(backend.seen.length).toBe(seen);
 }
 
@@ -228,6 +241,20 @@ describe('what a tenant namespace holds', () => {
       const sealer = createSealer(configA.oauth.signingKey, configA.oauth.encryptionKey);
       const ownA = testSession({ share: shareA.token, instance: shareA.instance, provider: 'dev' });
       await refusedByB(`svc-auth-session=beta-docs~${sealer.seal('session', ownA, ownA.expiresAt)}`);
+    }));
+
+  it('cannot start a login for B at the auth endpoint with A’s keys', () =>
+    forgery.run(async () => {
+      const ticket = { provider: 'dev', share: shareB.token, instance: shareB.instance, path: '/' };
+      for (const ring of ringsOfA()) {
+        const sealer = ring.sealerFor(shareB) as Sealer;
+        const start = new URL('/dev/auth/start', authEndpoint.endpointUrl);
+        start.searchParams.set('ticket', `beta-docs~${sealer.seal('start', ticket, Date.now() + 60_000)}`);
+        const reply = await startAtAuthEndpoint(start);
+        expect(reply.status).toBe(400);
+        expect(reply.body).toContain('the login link is invalid or expired, or its share was replaced');
+        expect(reply.headers['set-cookie']).toBeUndefined();
+      }
     }));
 
   it('cannot have the auth endpoint renew B’s session with A’s credential', () =>

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ShareEntry } from '../../agent/agent.ts';
-import { devLogin, launchBrowser } from '../support/browser.ts';
+import { devLogin, expectLoginStartedOn, launchBrowser, navigations } from '../support/browser.ts';
 import { echoBackend } from '../support/raw-http.ts';
 import { startServe, tempDir, type ServeProcess } from './harness.ts';
 
@@ -46,8 +46,11 @@ describe('svc serve --dev in a real browser', () => {
     expect(endpoint).toBe(`http://${share.token}.svc.localhost:${serve.port}`);
 
     const page = await browser.context.newPage();
+    const hops = navigations(page);
     await page.goto(`${endpoint}/inbox?x=1`);
     expect(new URL(page.url()).origin).toBe(issuer.origin);
+    // The login began on the endpoint host, which holds the login cookie host-only.
+    await expectLoginStartedOn(page, hops, new URL(`http://auth.svc.localhost:${serve.port}`), 'dev');
     await devLogin(page, 'alice@example.com');
     await page.waitForURL(`${endpoint}/inbox?x=1`);
     const seen = JSON.parse((await page.textContent('body')) ?? '{}') as {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { api, startSvc, svcCli, tempDir, writeYaml, type Process } from '../controller/harness.ts';
-import { devLogin, launchBrowser } from '../support/browser.ts';
+import { devLogin, expectLoginStartedOn, launchBrowser, navigations } from '../support/browser.ts';
 import { createLab, type NetnsLab } from '../support/netns.ts';
 import { request } from '../support/raw-http.ts';
 import { spawnTunnelBackend, websocketRoundTrip } from '../support/tunnel-backend.ts';
@@ -162,7 +162,10 @@ describe('a laptop behind NAT publishes through the installation', () => {
     const browser = await launchBrowser();
     try {
       const page = await browser.context.newPage();
+      const hops = navigations(page);
       await page.goto(`http://${host(entry.token)}/echo`);
+      // The login began on the installation's endpoint host, which holds the login cookie host-only.
+      await expectLoginStartedOn(page, hops, new URL(`http://auth.svc.localhost:${frontendPort}`), 'dev');
       await devLogin(page, 'visitor@example.com');
       await page.waitForURL(`http://${host(entry.token)}/echo`);
       const seen = JSON.parse((await page.textContent('body')) ?? '{}') as { headers: Record<string, string> };

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
 import { MEDIA_TYPE } from '../../../lib/api-client.ts';
 import { startDevIdentityProvider, type DevIdentityProvider } from '../../../sidecar/dev-idp.ts';
-import { devLogin, launchBrowser } from '../../support/browser.ts';
+import { devLogin, expectLoginStartedOn, launchBrowser, navigations } from '../../support/browser.ts';
 import { locateHelm } from '../binaries.ts';
 import { CHART, RELEASE, RELEASE_NS, helmRunner, run, type HelmRunner, type Obj } from '../helm-runner.ts';
 import { ApiError, rawRequest, serverSideApply } from '../raw.ts';
@@ -324,8 +324,11 @@ describe('svc on a real one-node cluster', () => {
     ]);
     try {
       const page = await browser.context.newPage();
+      const hops = navigations(page);
       await page.goto(`http://live.${DOMAIN}:${publicPort}/hello?x=1`);
       expect(page.url()).toContain(idp.issuer.host);
+      // The share pod sent the browser to the auth endpoint's host, where the login began.
+      await expectLoginStartedOn(page, hops, new URL(`http://auth.${DOMAIN}:${publicPort}`), 'dev');
       await devLogin(page, 'Alice@Example.com');
       await page.waitForURL(`http://live.${DOMAIN}:${publicPort}/hello?x=1`);
       const seen = JSON.parse((await page.textContent('body')) ?? '{}') as {
@@ -639,6 +642,8 @@ describe('svc on a real one-node cluster', () => {
         await page.goto(shareUrl);
         return page.url().includes(idp.issuer.host);
       });
+      // The login began on the public frontend's own host, which holds the login cookie host-only.
+      await expectLoginStartedOn(page, visited, new URL(PF_ENDPOINT), 'dev');
       await devLogin(page, 'Bob@Example.com');
       await page.waitForURL(shareUrl);
       expect(visited.some((u) => u.startsWith(`${PF_ENDPOINT}/dev/auth/callback?`))).toBe(true);
