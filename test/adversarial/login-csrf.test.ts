@@ -78,6 +78,8 @@ beforeAll(async () => {
     shares: [
       { token: 'mallorypage', target: `http://127.0.0.1:${(pages.address() as AddressInfo).port}` },
       { token: 'mallory', target: echo.url.href, oauth_provider: 'idp1', oauth_email_address_patterns: patterns },
+      // A share of someone else's where mallory may log in too (its patterns admit her).
+      { token: 'team', target: echo.url.href, oauth_provider: 'idp1', oauth_email_address_patterns: patterns },
     ],
     domain: DOMAIN,
   });
@@ -112,8 +114,8 @@ const at = (url: URL, cookie?: string): Promise<Reply> =>
  * Mallory's own login on her share, as her browser makes it, stopped where the provider sends her
  * back: the callback URL (her code and state) and the login cookie her browser was given.
  */
-async function mallorysLogin(): Promise<{ callbackUrl: URL; loginCookie: string; setCookie: string }> {
-  let reply = await at(new URL(`https://mallory.${DOMAIN}:${tls.port}/`));
+async function mallorysLogin(token = 'mallory'): Promise<{ callbackUrl: URL; loginCookie: string; setCookie: string }> {
+  let reply = await at(new URL(`https://${token}.${DOMAIN}:${tls.port}/`));
   expect(reply.status).toBe(302);
   let setCookie = reply.headers['set-cookie']?.[0] ?? '';
   let next = new URL(reply.headers.location ?? '');
@@ -200,6 +202,36 @@ describe("a share's script planting mallory's login in alice's browser", () => {
       expect(cookies.find((c) => c.name === 'svc-auth-session')?.domain).toBe(`.${DOMAIN}`);
       expect(cookies.filter((c) => c.name.includes('-login'))).toEqual([]);
     } finally {
+      await browser.close();
+    }
+  });
+});
+
+describe("left open: a session cookie a share's script plants (docs/security.md)", () => {
+  it('serves a browser that had no session cookie as mallory on another share', async () => {
+    // Mallory's own genuine session for the team share, from a login of hers that completes.
+    const login = await mallorysLogin('team');
+    const done = await at(login.callbackUrl, login.loginCookie);
+    const session = (done.headers['set-cookie'] ?? []).find((c) => c.startsWith('svc-auth-session='));
+    expect(session).toBeDefined();
+    const browser = await launchBrowser(['--ignore-certificate-errors']);
+    try {
+      const team = `https://team.${DOMAIN}:${tls.port}/whoami`;
+      page = `<script>document.cookie = ${JSON.stringify(`${session?.split(';')[0]}; domain=${DOMAIN}; path=/; secure`)};
+        location.href = ${JSON.stringify(team)};</script>`;
+      const tab = await browser.context.newPage();
+      await tab.goto(`https://mallorypage.${DOMAIN}:${tls.port}/`);
+      await tab.waitForURL(team, { timeout: 10_000 });
+      const seen = JSON.parse(await tab.innerText('body')) as { headers: Record<string, string> };
+      // The session cookie is the cookie domain's, so a share's script can write it where none is;
+      // sessions are not bound to a browser. Closing this needs per-host session cookies.
+      expect(seen.headers['svc-auth-email']).toBe('mallory@example.com');
+      figures.measure(
+        "a session planted by a share's script, in a browser without one: served as mallory on another share",
+        'yes (open)',
+      );
+    } finally {
+      page = '';
       await browser.close();
     }
   });
