@@ -224,7 +224,7 @@ describe("left open: a session cookie a share's script plants (docs/security.md)
       await tab.waitForURL(team, { timeout: 10_000 });
       const seen = JSON.parse(await tab.innerText('body')) as { headers: Record<string, string> };
       // The session cookie is the cookie domain's, so a share's script can write it where none is;
-      // sessions are not bound to a browser. Closing this needs per-host session cookies.
+      // sessions are not bound to a browser (docs/security.md: what closing this needs).
       expect(seen.headers['svc-auth-email']).toBe('mallory@example.com');
       figures.measure(
         "a session planted by a share's script, in a browser without one: served as mallory on another share",
