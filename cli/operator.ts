@@ -30,6 +30,10 @@ export function registerOperatorCommands(program: Command): void {
       false,
     )
     .option(
+      '--share-http-route <json>',
+      'serve share hosts with Gateway API HTTPRoutes instead of Ingresses: JSON {parentRefs: [{name, namespace, sectionName}], annotations, tls: gateway|none}',
+    )
+    .option(
       '--pod-settings <json>',
       'settings of share, access and environment-agent pods as JSON: imagePullSecrets, imagePullPolicy, resources, nodeSelector, tolerations, affinity, priorityClassName, labels, annotations',
     )

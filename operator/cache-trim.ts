@@ -77,6 +77,18 @@ function trimIngress(obj: KubeObject): KubeObject {
   return out;
 }
 
+/** An HTTPRoute: its spec, and which Gateways accepted it (operator/share-route.ts). */
+function trimRoute(obj: KubeObject): KubeObject {
+  const out = keep('spec')(obj);
+  const parents = (obj.status as { parents?: { parentRef?: unknown; conditions?: Condition[] }[] } | undefined)
+    ?.parents;
+  if (parents)
+    out.status = {
+      parents: parents.map((p) => ({ parentRef: p.parentRef, conditions: p.conditions?.map(condition) })),
+    };
+  return out;
+}
+
 const TRIMS: Readonly<Record<string, Trim>> = {
   Share: keep('spec', 'status'),
   Access: keep('spec', 'status'),
@@ -84,6 +96,7 @@ const TRIMS: Readonly<Record<string, Trim>> = {
   Deployment: trimDeployment,
   Service: keep('spec'),
   Ingress: trimIngress,
+  HTTPRoute: trimRoute,
   Secret: keep('type', 'data', 'immutable'),
 };
 

@@ -9,6 +9,7 @@ import {
   ACCESSES,
   AGENT_ENROLLMENTS,
   DEPLOYMENTS,
+  HTTP_ROUTES,
   INGRESSES,
   MANAGED_BY,
   MANAGED_BY_LABEL,
@@ -39,6 +40,12 @@ export interface Caches {
   readonly services: Informer;
   readonly ingresses: Informer;
   readonly secrets: Informer;
+  /**
+   * Share HTTPRoutes, only when share hosts are served through a Gateway. Not among the informers
+   * readiness and liveness wait for: without the Gateway API CRDs it never syncs, and the share
+   * reconciler then reports that on each public Share instead (operator/share-reconciler.ts).
+   */
+  readonly httpRoutes?: Informer;
   /** The installation's frontend Secret (one object, possibly in another namespace). */
   readonly frontendSecret: Informer;
 }
@@ -53,6 +60,8 @@ export interface CacheOptions {
   readonly watchBackoff?: BackoffPolicy;
   readonly watchTimeoutSeconds?: number;
   readonly watchIdleMs?: number;
+  /** Watch share HTTPRoutes (`--share-http-route`). */
+  readonly httpRoutes?: boolean;
   /**
    * Cache whole objects instead of the trimmed ones; default from `SVC_OPERATOR_CACHE_WHOLE_OBJECTS=1`,
    * which only `bench:operator --compare-whole` sets, to measure what the trim saves.
@@ -91,6 +100,7 @@ export function createCaches(options: CacheOptions): Caches {
     services: informer(SERVICES, managed),
     ingresses: informer(INGRESSES, managed),
     secrets: informer(SECRETS, managed),
+    ...(options.httpRoutes ? { httpRoutes: informer(HTTP_ROUTES, managed) } : {}),
     frontendSecret: informer(
       SECRETS,
       { fieldSelector: `metadata.name=${options.frontendSecret.name}` },
@@ -99,6 +109,8 @@ export function createCaches(options: CacheOptions): Caches {
   };
 }
 
+/** The informers the operator waits for (readiness) and watches for stalls (liveness): all but `httpRoutes`. */
 export function allInformers(caches: Caches): Informer[] {
-  return Object.values(caches) as Informer[];
+  const { httpRoutes: _optional, ...required } = caches;
+  return Object.values(required);
 }

@@ -16,6 +16,7 @@ import { OperatorMetrics } from './metrics.ts';
 import type { OperatorOptions } from './options.ts';
 import { ShareMemo } from './share-memo.ts';
 import { ShareReconciler } from './share-reconciler.ts';
+import { removeShareRoutes } from './share-route.ts';
 import { liveness } from './liveness.ts';
 import { wireWatches } from './watches.ts';
 
@@ -77,6 +78,7 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     metrics,
     namespace: options.namespace,
     frontendSecret: options.frontendSecret,
+    httpRoutes: options.ingress.route !== undefined,
     ...(options.watchBackoff ? { watchBackoff: options.watchBackoff } : {}),
     ...(options.watchTimeoutSeconds ? { watchTimeoutSeconds: options.watchTimeoutSeconds } : {}),
     ...(options.watchIdleMs ? { watchIdleMs: options.watchIdleMs } : {}),
@@ -122,8 +124,13 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
   });
 
   const synced = (): boolean => informers.every((i) => i.hasSynced);
-  const leadership = new Leadership({ controllers, synced, beforeStart: () => installation.ensureRead(), metrics });
+  const beforeStart = (): void => {
+    installation.ensureRead();
+    if (!options.ingress.route) void removeShareRoutes(client, logger, options.namespace);
+  };
+  const leadership = new Leadership({ controllers, synced, beforeStart, metrics });
   for (const i of informers) i.start();
+  caches.httpRoutes?.start();
   const leaseDurationMs = options.leaseDurationMs ?? 15_000;
   const renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
   const stepDownTimeoutMs = options.stepDownTimeoutMs ?? Math.max(1000, leaseDurationMs - renewDeadlineMs);
@@ -199,7 +206,7 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
           { inFlight: leadership.inFlight },
           `reconciles still running after ${stepDownTimeoutMs} ms; stopping`,
         );
-      await Promise.all(informers.map((i) => i.stop()));
+      await Promise.all([...informers, ...(caches.httpRoutes ? [caches.httpRoutes] : [])].map((i) => i.stop()));
       await health.close();
       client.close();
       logger.info('operator stopped');

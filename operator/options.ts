@@ -5,6 +5,7 @@ import { ConfigError } from '../lib/errors.ts';
 import type { ListenAddress } from '../lib/listen.ts';
 import { parseShareTls, type ShareTls } from './share-tls.ts';
 import { parsePodSettings, type PodSettings } from './pod-settings.ts';
+import { parseShareRoute, type ShareRouteOptions } from './share-route.ts';
 
 /** Validated operator settings (docs/operator.md; flags in `cli/operator.ts`). */
 export interface OperatorOptions {
@@ -45,6 +46,11 @@ export interface ShareIngressOptions {
   readonly awaitAddress?: boolean;
   /** TLS of share hosts; absent = none (share URLs are http). */
   readonly tls?: ShareTls;
+  /**
+   * Share hosts are served by Gateway API HTTPRoutes instead of Ingresses (`--share-http-route`);
+   * class, annotations, address and TLS above then do not apply.
+   */
+  readonly route?: ShareRouteOptions;
 }
 
 export interface OperatorFlags {
@@ -56,6 +62,7 @@ export interface OperatorFlags {
   ingressAnnotation?: string[];
   ingressAwaitAddress?: boolean;
   ingressTls?: string;
+  shareHttpRoute?: string;
   leaseName?: string;
   unenrollDeadline?: string;
   image?: string;
@@ -97,6 +104,7 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
   }
   const tls = parseShareTls(flags.ingressTls ?? 'none');
   if (typeof tls === 'string') r.problem('--ingress-tls', tls);
+  const route = parseShareRoute(flags.shareHttpRoute, r.problems);
   const leaseName = flags.leaseName ?? 'svc-operator';
   if (!DNS_SUBDOMAIN.test(leaseName) || leaseName.length > 253)
     r.problem('--lease-name', `must be a Lease name, got ${JSON.stringify(leaseName)}`);
@@ -136,6 +144,7 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
       annotations,
       tls,
       ...(flags.ingressAwaitAddress ? { awaitAddress: true } : {}),
+      ...(route ? { route } : {}),
     },
     image,
     podSettings,

@@ -4,6 +4,7 @@ import type { Logger } from '../lib/logger.ts';
 import { KubeApiError, type KubeClient } from '../lib/kube/client.ts';
 import { PODS, resourcePath, type Condition, type KubeObject } from '../lib/kube/resources.ts';
 import { findCondition } from './conditions.ts';
+import { routeNotServing, type ParentRef } from './share-route.ts';
 
 /** Why a child does not serve yet, for a Ready=False condition; undefined when it serves. */
 export interface NotServing {
@@ -184,11 +185,18 @@ export interface ServingChildren {
   readonly podSelector: Record<string, string>;
   /** Present only when the Ingress must be admitted too (an address is awaited). */
   readonly ingress?: { readonly name: string; readonly live: KubeObject | undefined };
+  /** The share's HTTPRoute, which every configured Gateway must accept. */
+  readonly route?: {
+    readonly name: string;
+    readonly live: KubeObject | undefined;
+    readonly parentRefs: readonly ParentRef[];
+  };
 }
 
 /**
  * Why the children do not serve yet, or undefined when they do: the Deployment first (described by
- * its pods' problem when they have one), then the Ingress when its address is awaited.
+ * its pods' problem when they have one), then the HTTPRoute's acceptance, or the Ingress when its
+ * address is awaited.
  */
 export async function notServing(
   client: KubeClient,
@@ -201,5 +209,6 @@ export async function notServing(
     if (unavailable.problem || !deployment.live) return unavailable;
     return podProblem(await readPods(client, logger, namespace, children.podSelector)) ?? unavailable;
   }
+  if (children.route) return routeNotServing(children.route.live, children.route.name, children.route.parentRefs);
   return ingress ? ingressNotServing(ingress.live, ingress.name) : undefined;
 }

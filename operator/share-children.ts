@@ -30,6 +30,7 @@ import {
 } from '../lib/kube/resources.ts';
 import { deriveToken } from '../lib/token.ts';
 import { ingressTls } from './share-tls.ts';
+import { desiredShareRoute } from './share-route.ts';
 import { applyPodSettings, type PodSettings } from './pod-settings.ts';
 
 /** A Share spec that passed every check the CRD schema cannot make. */
@@ -171,8 +172,10 @@ export function shareEntry(share: ValidShare, target: string): Record<string, un
 export interface ShareChildren {
   readonly deployment: KubeObject;
   readonly service: KubeObject;
-  /** Public shares only. */
+  /** Public shares only, without `--share-http-route`. */
   readonly ingress?: KubeObject;
+  /** Public shares only, with `--share-http-route`: a Gateway API HTTPRoute instead of the Ingress. */
+  readonly route?: KubeObject;
   /** OAuth shares only: the sidecar's config. */
   readonly secret?: KubeObject;
 }
@@ -270,7 +273,10 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
     },
   };
   const children: { -readonly [K in keyof ShareChildren]: ShareChildren[K] } = { deployment, service };
-  if (share.shareMode === 'public') {
+  const host = `${share.token}.${options.domain}`;
+  if (share.shareMode === 'public' && options.ingress?.route) {
+    children.route = desiredShareRoute(metadata(name), host, name, options.ingress.route);
+  } else if (share.shareMode === 'public') {
     children.ingress = {
       apiVersion: 'networking.k8s.io/v1',
       kind: 'Ingress',
@@ -282,10 +288,10 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
       },
       spec: {
         ...(options.ingress?.className ? { ingressClassName: options.ingress.className } : {}),
-        ...withTls(ingressTls(options.ingress?.tls, `${share.token}.${options.domain}`, name)),
+        ...withTls(ingressTls(options.ingress?.tls, host, name)),
         rules: [
           {
-            host: `${share.token}.${options.domain}`,
+            host,
             http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name, port: { number: 80 } } } }] },
           },
         ],

@@ -9,9 +9,10 @@ import { ObjectReconciler } from './object-reconciler.ts';
 import type { EventRecorder } from './events.ts';
 import { frontendEndpoint } from './installation.ts';
 import type { InstallationView } from './installation-state.ts';
-import type { KubeClient } from '../lib/kube/client.ts';
+import { isNotFound, type KubeClient } from '../lib/kube/client.ts';
 import {
   DEPLOYMENTS,
+  HTTP_ROUTES,
   INGRESSES,
   SECRETS,
   SERVICES,
@@ -28,6 +29,7 @@ import { childName, desiredShareChildren, frontendSecretName } from './share-chi
 import { ShareMemo } from './share-memo.ts';
 import { ShareTokens } from './share-tokens.ts';
 import { shareTlsConfigured, tlsCondition } from './share-tls.ts';
+import { routeTlsCondition } from './share-route.ts';
 import { notServing as readinessOf } from './readiness.ts';
 import { createdSuffix, deploymentAvailable } from './status.ts';
 import type { Change, Watches } from './watches.ts';
@@ -67,12 +69,12 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
 
   constructor(deps: ShareReconcilerDeps) {
     super(deps, SHARES, 'share');
-    const { shares, deployments, services, ingresses, secrets, frontendSecret } = deps.caches;
+    const { shares, deployments, services, ingresses, secrets, frontendSecret, httpRoutes } = deps.caches;
     this.memo = deps.memo ?? new ShareMemo(shares);
     this.tokens = new ShareTokens(shares);
     this.watches = {
       for: shares,
-      owns: [deployments, services, ingresses, secrets],
+      owns: [deployments, services, ingresses, secrets, ...(httpRoutes ? [httpRoutes] : [])],
       watches: [
         // A deleted Share frees its token: a Share refused it (TokenConflict) may take it now.
         { source: shares, map: (change) => this.sharingToken(change) },
@@ -131,11 +133,14 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
     };
     // The config Secret first: the pod mounts it.
     await apply(SECRETS, children.secret, frontendSecretName(name));
-    await Promise.all([
+    const route = ingress?.route;
+    const [, , , routeMissing] = await Promise.all([
       apply(DEPLOYMENTS, children.deployment, childName(name)),
       apply(SERVICES, children.service, childName(name)),
       apply(INGRESSES, children.ingress, childName(name)),
+      route ? this.applyRoute(() => apply(HTTP_ROUTES, children.route, childName(name))) : undefined,
     ]);
+    if (routeMissing) return await this.notReady(share, 'RouteApiMissing', routeMissing, 'waiting');
 
     const endpoints =
       valid.shareMode === 'public'
@@ -144,7 +149,7 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
               valid.token,
               domain,
               install?.ok ? install.value.oauth.endpointUrl : undefined,
-              shareTlsConfigured(ingress?.tls),
+              route ? route.tls === 'gateway' : shareTlsConfigured(ingress?.tls),
             ),
           ]
         : [];
@@ -157,15 +162,25 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
       ...(awaitIngress
         ? { ingress: { name: childName(name), live: this.live(INGRESSES, namespace, childName(name)) } }
         : {}),
+      ...(route && children.route
+        ? {
+            route: {
+              name: childName(name),
+              live: this.live(HTTP_ROUTES, namespace, childName(name)),
+              parentRefs: route.parentRefs,
+            },
+          }
+        : {}),
     });
     const { outcome, becameReady } = await this.report.serving(
       share,
       { token: valid.token, frontendEndpoints: endpoints },
       notServing,
-      `Deployment ${childName(name)} available${awaitIngress ? '; Ingress admitted' : ''}`,
+      `Deployment ${childName(name)} available${awaitIngress ? '; Ingress admitted' : ''}${children.route ? '; HTTPRoute accepted' : ''}`,
       [
         deploymentAvailable(deployment, 'Deployment'),
         ...(children.ingress ? [tlsCondition(ingress?.tls, childName(name))] : []),
+        ...(route && children.route ? [routeTlsCondition(route)] : []),
       ],
     );
     if (becameReady) {
@@ -175,6 +190,20 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
       this.deps.events.record(share, 'Normal', 'Created', `created ${created.join(', ')}`);
     }
     return outcome;
+  }
+
+  /**
+   * Applies the share's HTTPRoute; returns why it cannot be written when the cluster does not serve
+   * the HTTPRoute API (no Gateway API CRDs), so the Share says so instead of failing each retry.
+   */
+  private async applyRoute(write: () => Promise<void>): Promise<string | undefined> {
+    try {
+      await write();
+      return undefined;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      return 'this cluster does not serve gateway.networking.k8s.io/v1 HTTPRoutes (operator.shareHttpRoute is enabled): install the Gateway API CRDs; the operator retries';
+    }
   }
 
   /** Ready=False; the token stays in status unless the spec is invalid (it may be the wrong one). */
@@ -215,6 +244,7 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
       Service: this.deps.caches.services,
       Ingress: this.deps.caches.ingresses,
       Secret: this.deps.caches.secrets,
+      HTTPRoute: this.deps.caches.httpRoutes,
     }[resource.kind];
     return cache?.get(namespace, name);
   }

@@ -117,6 +117,7 @@ export const [SERVICES, SECRETS, SERVICE_ACCOUNTS] = kinds('v1', 'Service', 'Sec
 export const [EVENTS, PODS] = kinds('v1', 'Event', 'Pod');
 export const [DEPLOYMENTS] = kinds('apps/v1', 'Deployment');
 export const [INGRESSES] = kinds('networking.k8s.io/v1', 'Ingress');
+export const [HTTP_ROUTES] = kinds('gateway.networking.k8s.io/v1', 'HTTPRoute');
 export const [ROLES, ROLE_BINDINGS] = kinds('rbac.authorization.k8s.io/v1', 'Role', 'RoleBinding');
 export const [LEASES] = kinds('coordination.k8s.io/v1', 'Lease');
 
@@ -166,6 +167,8 @@ export const NOT_SERVING_REASONS: ReadonlySet<string> = new Set([
   'ContainerConfigError',
   'Unschedulable',
   'IngressPending',
+  'RoutePending',
+  'RouteNotAccepted',
 ] satisfies ConditionReason[]);
 
 export const SHARE_LABEL = 'svc.dev/share';

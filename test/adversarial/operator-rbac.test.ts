@@ -16,11 +16,12 @@ import { desiredAccessChildren, validateAccess } from '../../operator/access-chi
 import { desiredEnvironmentAgent, enrollmentSecret, type AgentEnrollment } from '../../operator/enrollment-children.ts';
 import { parseInstallation } from '../../operator/installation.ts';
 import { desiredShareChildren, validateShare } from '../../operator/share-children.ts';
+import { desiredShareRoute } from '../../operator/share-route.ts';
 import type { Access, KubeObject, Share } from '../../lib/kube/resources.ts';
 import { suiteFigures } from '../support/figures.ts';
 import { until } from '../support/until.ts';
 import { POD_SETTINGS } from '../support/pod-settings.ts';
-import { locateHelm } from '../k8s/binaries.ts';
+import { locateHelm, locateHttpRouteCrd } from '../k8s/binaries.ts';
 import { CHART_OAUTH, RELEASE, RELEASE_NS, helmRunner, type HelmRunner } from '../k8s/helm-runner.ts';
 import { startControlPlane, type ControlPlane } from '../k8s/envtest.ts';
 import { ApiError, rawRequest, serverSideApply } from '../k8s/raw.ts';
@@ -29,6 +30,8 @@ const IMAGE = 'registry.example.com/svc:1.2.3';
 const TEAM = 'team-a';
 const OPERATOR_USER = `system:serviceaccount:${RELEASE_NS}:svc-operator`;
 const OWNED = { 'app.kubernetes.io/managed-by': 'svc-operator' };
+/** The Gateway the chart's share HTTPRoutes attach to (operator.shareHttpRoute.parentRefs). */
+const GATEWAY = { name: 'public', namespace: 'gateway-system', sectionName: 'https' };
 const oauth = { ...CHART_OAUTH, providers: [{ ...CHART_OAUTH.providers[0]!, name: 'dev' }] };
 
 const figures = suiteFigures('operator-rbac');
@@ -39,6 +42,14 @@ const classes = {
   foreign: figures.attackClass('operator changes or deletes a Secret it does not own', FIXED),
   pod: figures.attackClass('operator runs a pod as another ServiceAccount, another image or on the host', FIXED),
   expose: figures.attackClass('operator exposes a Service, claims a non-share host or writes a Share', FIXED),
+  schedule: figures.attackClass(
+    'operator places a pod on control-plane nodes, above others, or with host ports, capabilities or root',
+    FIXED,
+  ),
+  route: figures.attackClass(
+    'operator routes a non-share host, through another Gateway or to another namespace',
+    FIXED,
+  ),
 };
 
 let cp: ControlPlane;
@@ -50,11 +61,19 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'svc-admission-test-'));
   runner = helmRunner(locateHelm(), work);
   const values = join(work, 'values.yaml');
+  const { imagePullPolicy, labels, annotations, ...scheduling } = POD_SETTINGS;
   await writeFile(
     values,
-    toYaml({ image: { repository: 'registry.example.com/svc', tag: '1.2.3' }, frontend: { oauth } }),
+    toYaml({
+      image: { repository: 'registry.example.com/svc', tag: '1.2.3' },
+      frontend: { oauth },
+      operator: {
+        sharePods: { ...scheduling, pullPolicy: imagePullPolicy, podLabels: labels, podAnnotations: annotations },
+        shareHttpRoute: { enabled: true, parentRefs: [GATEWAY], tls: 'gateway' },
+      },
+    }),
   );
-  cp = await startControlPlane();
+  cp = await startControlPlane({ crds: [locateHttpRouteCrd()] });
   await runner.install(cp.kubeconfigPath, '-f', values);
   operator = (
     await cp.userKubeConfig(OPERATOR_USER, ['system:serviceaccounts', `system:serviceaccounts:${RELEASE_NS}`])
@@ -414,5 +433,202 @@ describe("the operator's credentials", () => {
         }),
       { byPolicy: 'changes only the finalizers of an AgentEnrollment' },
     );
+  });
+});
+
+/** A share's Deployment as the operator builds it with the chart's pod settings, under another name. */
+function shareDeployment(name: string): KubeObject {
+  const owner: Share = {
+    apiVersion: 'svc.dev/v1alpha1',
+    kind: 'Share',
+    metadata: { name, namespace: TEAM, uid: '9f1c2c3e-0000-4000-8000-000000000001' },
+    spec: { backendMode: 'proxy', target: 'http://app.team-a.svc:8080', token: name },
+  };
+  const valid = validateShare(owner, undefined);
+  if (!valid.ok) throw new Error('test Share invalid');
+  return desiredShareChildren(owner, valid.value, { image: IMAGE, domain: 'share.example.com', pods: POD_SETTINGS })
+    .deployment;
+}
+
+type PodSpec = Record<string, unknown> & { containers: Record<string, unknown>[]; securityContext: object };
+
+/** `deployment` with its pod spec changed by `change` (a copy; the original stays as built). */
+function withPod(deployment: KubeObject, change: (pod: PodSpec) => void): KubeObject {
+  const copy = structuredClone(deployment) as KubeObject & { spec: { template: { spec: PodSpec } } };
+  change(copy.spec.template.spec);
+  return copy;
+}
+
+/** A share HTTPRoute as the operator builds it for the chart's Gateway, then changed by `change`. */
+function shareRoute(name: string, change: (spec: Record<string, unknown>) => void = () => {}): KubeObject {
+  const route = desiredShareRoute(
+    { name, namespace: TEAM, labels: OWNED },
+    `${name}.share.example.com`,
+    `svc-share-${name}`,
+    { parentRefs: [GATEWAY], annotations: {}, tls: 'gateway' },
+  );
+  change(route.spec as Record<string, unknown>);
+  return route;
+}
+
+describe("the operator's credentials and share pod scheduling", () => {
+  const SCHEDULED = 'scheduled only as operator.sharePods sets';
+  const CONTAINED = 'run as non-root, and its containers use no hostPort';
+  const CONTROL_PLANE = 'node-role.kubernetes.io/control-plane';
+
+  it('admit the share Deployment with the configured settings, and refuse each scheduling escalation', async () => {
+    await rawRequest(cp.kubeConfig, '/apis/scheduling.k8s.io/v1/priorityclasses', {
+      method: 'POST',
+      body: { metadata: { name: 'tenant-low' }, value: 100 },
+    }).catch((err: unknown) => {
+      if (!(err instanceof ApiError && err.code === 409)) throw err;
+    });
+    const base = shareDeployment('sched');
+    await apply(operator, base);
+    const attempts: [string, (pod: PodSpec) => void, string][] = [
+      [
+        'toleration of the control-plane taint',
+        (pod) => {
+          pod.tolerations = [
+            ...POD_SETTINGS.tolerations,
+            { key: CONTROL_PLANE, operator: 'Exists', effect: 'NoSchedule' },
+          ];
+        },
+        SCHEDULED,
+      ],
+      [
+        'nodeSelector of control-plane nodes',
+        (pod) => {
+          pod.nodeSelector = { [CONTROL_PLANE]: '' };
+        },
+        SCHEDULED,
+      ],
+      [
+        'affinity to control-plane nodes',
+        (pod) => {
+          pod.affinity = {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [{ matchExpressions: [{ key: CONTROL_PLANE, operator: 'Exists' }] }],
+              },
+            },
+          };
+        },
+        SCHEDULED,
+      ],
+      [
+        'affinity removed (any node)',
+        (pod) => {
+          delete pod.affinity;
+        },
+        SCHEDULED,
+      ],
+      [
+        'system-cluster-critical priority',
+        (pod) => {
+          pod.priorityClassName = 'system-cluster-critical';
+        },
+        SCHEDULED,
+      ],
+      [
+        'nodeName of a control-plane node',
+        (pod) => {
+          pod.nodeName = 'control-plane-1';
+        },
+        SCHEDULED,
+      ],
+      [
+        'topology spread',
+        (pod) => {
+          pod.topologySpreadConstraints = [
+            { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule' },
+          ];
+        },
+        SCHEDULED,
+      ],
+      [
+        'hostPort',
+        (pod) => {
+          pod.containers[0]!.ports = [{ name: 'http', containerPort: 9000, hostPort: 80, protocol: 'TCP' }];
+        },
+        CONTAINED,
+      ],
+      [
+        'added capability NET_ADMIN',
+        (pod) => {
+          const context = pod.containers[0]!.securityContext as Record<string, unknown>;
+          pod.containers[0]!.securityContext = { ...context, capabilities: { drop: ['ALL'], add: ['NET_ADMIN'] } };
+        },
+        CONTAINED,
+      ],
+      [
+        'root pod',
+        (pod) => {
+          pod.securityContext = { ...pod.securityContext, runAsNonRoot: false };
+        },
+        CONTAINED,
+      ],
+      [
+        'privilege escalation',
+        (pod) => {
+          const context = pod.containers[0]!.securityContext as Record<string, unknown>;
+          pod.containers[0]!.securityContext = { ...context, allowPrivilegeEscalation: true };
+        },
+        CONTAINED,
+      ],
+    ];
+    for (const [name, change, message] of attempts)
+      await expectRefused('schedule', name, () => apply(operator, withPod(base, change)), { byPolicy: message });
+    const live = (await rawRequest(cp.kubeConfig, `/apis/apps/v1/namespaces/${TEAM}/deployments/svc-share-sched`)) as {
+      spec: { template: { spec: Record<string, unknown> } };
+    };
+    expect(live.spec.template.spec).toMatchObject({
+      nodeSelector: POD_SETTINGS.nodeSelector,
+      tolerations: POD_SETTINGS.tolerations,
+      priorityClassName: POD_SETTINGS.priorityClassName,
+    });
+    expect(live.spec.template.spec.nodeName).toBeUndefined();
+  });
+
+  it("admit the share HTTPRoute for the chart's Gateway, and refuse other hosts, Gateways and backends", async () => {
+    await apply(operator, shareRoute('routed'));
+    const attempts: [string, (spec: Record<string, unknown>) => void][] = [
+      ['the auth host', (spec) => void (spec.hostnames = ['auth.share.example.com.evil.io'])],
+      ['every share host at once', (spec) => void (spec.hostnames = ['*.share.example.com'])],
+      ['a second host', (spec) => void (spec.hostnames = ['a.share.example.com', 'b.share.example.com'])],
+      ['another Gateway', (spec) => void (spec.parentRefs = [{ name: 'internal', namespace: 'gateway-system' }])],
+      ['another listener', (spec) => void (spec.parentRefs = [{ ...GATEWAY, sectionName: 'admin' }])],
+      [
+        'a Service in kube-system',
+        (spec) => void (spec.rules = [{ backendRefs: [{ name: 'kube-dns', namespace: 'kube-system', port: 53 }] }]),
+      ],
+      [
+        'a header filter forging an identity',
+        (spec) =>
+          void (spec.rules = [
+            {
+              filters: [
+                {
+                  type: 'RequestHeaderModifier',
+                  requestHeaderModifier: { set: [{ name: 'X-Forwarded-Email', value: 'admin@example.com' }] },
+                },
+              ],
+              backendRefs: [{ name: 'svc-share-routed', port: 80 }],
+            },
+          ]),
+      ],
+    ];
+    for (const [name, change] of attempts)
+      await expectRefused(
+        'route',
+        name,
+        () => apply(operator, shareRoute(`bad-${attempts.findIndex((a) => a[0] === name)}`, change)),
+        {
+          byPolicy: 'an operator HTTPRoute serves one share host (*.share.example.com) only',
+        },
+      );
+    await rawRequest(operator, `/apis/gateway.networking.k8s.io/v1/namespaces/${TEAM}/httproutes/routed`, {
+      method: 'DELETE',
+    });
   });
 });

@@ -58,6 +58,20 @@ export function locateBinaries(): ControlPlaneBinaries {
   return found;
 }
 
+/** Gateway API release whose HTTPRoute CRD the tests install; keep in step with `provide-binaries.sh`. */
+export const GATEWAY_API_VERSION = process.env.SVC_GATEWAY_API_VERSION ?? 'v1.6.3';
+
+/** Path of the Gateway API's HTTPRoute CRD (standard channel) fetched by `provide-binaries.sh`. */
+export function locateHttpRouteCrd(): string {
+  const path = join(cacheRoot(), `gateway-api-${GATEWAY_API_VERSION}`, 'gateway.networking.k8s.io_httproutes.yaml');
+  try {
+    accessSync(path, constants.R_OK);
+  } catch {
+    throw missingError([`the Gateway API HTTPRoute CRD (expected at ${path})`]);
+  }
+  return path;
+}
+
 /** Path of the helm v3 binary built by `provide-binaries.sh`. */
 export function locateHelm(): string {
   const helm = join(binaryDir(), 'helm');

@@ -6,6 +6,8 @@
 set -euo pipefail
 
 HELM_VERSION="${SVC_HELM_VERSION:-v3.19.0}"
+# Keep in step with GATEWAY_API_VERSION in binaries.ts.
+GATEWAY_API_VERSION="${SVC_GATEWAY_API_VERSION:-v1.6.3}"
 log() { printf '[provide-binaries] %s\n' "$*" >&2; }
 # shellcheck source=k8s-tools.sh
 source "$(dirname "$0")/k8s-tools.sh"
@@ -33,6 +35,18 @@ if ! helm_current; then
     helm_ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$helm_k8s_minor"
   done
   GOBIN="$OUT" go install -trimpath -ldflags="$helm_ldflags" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+fi
+
+# The Gateway API's own HTTPRoute CRD (standard channel), which the tests install into the API
+# server: taken from the sigs.k8s.io/gateway-api module as published, never written by hand.
+gateway_crd="$CACHE_ROOT/gateway-api-$GATEWAY_API_VERSION/gateway.networking.k8s.io_httproutes.yaml"
+if [ ! -s "$gateway_crd" ]; then
+  log "fetching the Gateway API $GATEWAY_API_VERSION HTTPRoute CRD"
+  gateway_dir=$(cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" |
+    sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  mkdir -p "$(dirname "$gateway_crd")"
+  cat "$gateway_dir/config/crd/standard/gateway.networking.k8s.io_httproutes.yaml" >"$gateway_crd.tmp"
+  mv "$gateway_crd.tmp" "$gateway_crd"
 fi
 
 echo "$OUT"

@@ -147,3 +147,20 @@ topologySpreadConstraints:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{/*
+A values tree as a CEL literal that type-checks whatever it holds: every map value and list item
+wrapped in dyn() (CEL otherwise infers one value type per literal and refuses mixed ones). Used by
+the operator's admission policy to compare a pod's scheduling fields with operator.sharePods.
+*/}}
+{{- define "svc.celValue" -}}
+{{- if kindIs "map" . -}}
+{{ "{" }}{{ range $i, $k := keys . | sortAlpha }}{{ if $i }}, {{ end }}{{ toJson $k }}: dyn({{ include "svc.celValue" (get $ $k) }}){{ end }}{{ "}" }}
+{{- else if kindIs "slice" . -}}
+[{{ range $i, $v := . }}{{ if $i }}, {{ end }}dyn({{ include "svc.celValue" $v }}){{ end }}]
+{{- else if kindIs "float64" . -}}
+{{ int64 . }}
+{{- else -}}
+{{ toJson . }}
+{{- end -}}
+{{- end }}
