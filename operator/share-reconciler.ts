@@ -30,7 +30,8 @@ import { ShareMemo } from './share-memo.ts';
 import { ShareTokens } from './share-tokens.ts';
 import { shareTlsConfigured, tlsCondition } from './share-tls.ts';
 import { routeTlsCondition } from './share-route.ts';
-import { notServing as readinessOf } from './readiness.ts';
+import { notServing as readinessOf, recheckAfterMs } from './readiness.ts';
+import { findCondition } from './conditions.ts';
 import { createdSuffix, deploymentAvailable } from './status.ts';
 import type { Change, Watches } from './watches.ts';
 import type { PodSettings } from './pod-settings.ts';
@@ -140,7 +141,12 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
       apply(INGRESSES, children.ingress, childName(name)),
       route ? this.applyRoute(() => apply(HTTP_ROUTES, children.route, childName(name))) : undefined,
     ]);
-    if (routeMissing) return await this.notReady(share, 'RouteApiMissing', routeMissing, 'waiting');
+    if (routeMissing) {
+      // No watch wakes the Share when the CRD is installed: look again, less often the longer it lasts.
+      const since = findCondition(share.status?.conditions, 'Ready');
+      const after = recheckAfterMs(since?.reason === 'RouteApiMissing' ? since.lastTransitionTime : undefined);
+      return await this.notReady(share, 'RouteApiMissing', routeMissing, 'waiting', after);
+    }
 
     const endpoints =
       valid.shareMode === 'public'
@@ -212,9 +218,11 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
     reason: ConditionReason,
     message: string,
     result: 'invalid' | 'waiting',
+    requeueAfterMs?: number,
   ): Promise<ReconcileResult> {
     const token = reason === 'InvalidSpec' ? undefined : share.status?.token;
-    return this.report.notReady(share, { ...(token ? { token } : {}), frontendEndpoints: [] }, reason, message, result);
+    const fields = { ...(token ? { token } : {}), frontendEndpoints: [] };
+    return this.report.notReady(share, fields, reason, message, result, requeueAfterMs);
   }
 
   /** On deletion: the other Shares with the deleted one's token. */

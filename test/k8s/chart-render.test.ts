@@ -28,6 +28,7 @@ import type { Share } from '../../lib/kube/resources.ts';
 import { desiredShareChildren, validateShare } from '../../operator/share-children.ts';
 import type { Problem } from '../../lib/errors.ts';
 import { parsePodSettings } from '../../operator/pod-settings.ts';
+import { parseShareRoute } from '../../operator/share-route.ts';
 
 const DOC = join(import.meta.dirname, '..', '..', 'docs', 'kubernetes.md');
 
@@ -242,6 +243,20 @@ describe('the operator', () => {
     const all = policy.spec.validations.map((v) => v.expression).join('\n');
     expect(all).toContain("r.host.endsWith('.share.example.com')");
     expect(all).toContain("c.image == 'registry.example.com/svc:v9'");
+    // Without operator.sharePods scheduling values, share pods may set none of them.
+    for (const field of ['nodeSelector', 'tolerations', 'affinity', 'priorityClassName', 'nodeName'])
+      expect(all).toContain(`!has(variables.pod.${field})`);
+    const pinned = await runner.template(
+      ...domain,
+      '--set',
+      'operator.sharePods.tolerations[0].key=dedicated,operator.sharePods.tolerations[0].tolerationSeconds=30',
+    );
+    const pinnedPolicy = findObject(pinned, 'ValidatingAdmissionPolicy', 'svc-operator-writes') as Obj & {
+      spec: { validations: { expression: string }[] };
+    };
+    expect(pinnedPolicy.spec.validations.map((v) => v.expression).join('\n')).toContain(
+      'dyn(variables.pod.tolerations) == [dyn({"key": dyn("dedicated"), "tolerationSeconds": dyn(30)})]',
+    );
     expect(findObject(objs, 'ValidatingAdmissionPolicyBinding', 'svc-operator-writes')).toMatchObject({
       spec: { policyName: 'svc-operator-writes', validationActions: ['Deny'] },
     });
@@ -562,6 +577,65 @@ describe('Gateway API HTTPRoutes', () => {
     expect(out.code).not.toBe(0);
     expect(out.stderr).toContain("at '/auth/httpRoute/parentRefs'");
   });
+
+  it('serve share hosts through the operator only with operator.shareHttpRoute, which grants httproutes', async () => {
+    const httpRouteRules = (objs: Obj[]): Rule[] =>
+      (findObject(objs, 'ClusterRole', 'svc-operator') as Obj & { rules: Rule[] }).rules.filter((r) =>
+        r.resources?.includes('httproutes'),
+      );
+    const routeCheck = (objs: Obj[]): string =>
+      (
+        findObject(objs, 'ValidatingAdmissionPolicy', 'svc-operator-writes') as Obj & {
+          spec: { validations: { expression: string }[] };
+        }
+      ).spec.validations
+        .map((v) => v.expression)
+        .find((e) => e.includes("variables.resource != 'httproutes'")) ?? '';
+    const plain = await runner.template(...domain);
+    expect(operatorArgs(plain).filter((a) => a.startsWith('--share-http-route'))).toEqual([]);
+    expect(httpRouteRules(plain)).toEqual([]);
+    expect(routeCheck(plain)).toContain('object.spec.parentRefs.all(p, false)');
+
+    const values = await valuesFile('share-routes.yaml', {
+      operator: {
+        shareHttpRoute: { enabled: true, parentRefs, annotations: { 'example.com/note': 'a: b # c' }, tls: 'gateway' },
+      },
+    });
+    const objs = await runner.template(...domain, '-f', values);
+    const arg = operatorArgs(objs).find((a) => a.startsWith('--share-http-route=')) ?? '';
+    const problems: Problem[] = [];
+    expect(parseShareRoute(arg.slice('--share-http-route='.length), problems)).toEqual({
+      parentRefs,
+      annotations: { 'example.com/note': 'a: b # c' },
+      tls: 'gateway',
+    });
+    expect(problems).toEqual([]);
+    expect(httpRouteRules(objs)).toEqual([
+      {
+        apiGroups: ['gateway.networking.k8s.io'],
+        resources: ['httproutes'],
+        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+      },
+    ]);
+    expect(routeCheck(objs)).toContain(
+      "p.name == 'public' && (has(p.namespace) ? p.namespace : object.metadata.namespace) == 'gateway-system' && (has(p.sectionName) ? p.sectionName : '') == 'https'",
+    );
+    expect(routeCheck(objs)).toContain("h.endsWith('.share.example.com')");
+  });
+
+  it.each([
+    ['without a Gateway', 'operator.shareHttpRoute.enabled=true', "at '/operator/shareHttpRoute/parentRefs'"],
+    ['with a TLS mode it does not know', 'operator.shareHttpRoute.tls=perHost', "at '/operator/shareHttpRoute/tls'"],
+    [
+      'with an unknown parentRef field',
+      'operator.shareHttpRoute.parentRefs[0].name=gw,operator.shareHttpRoute.parentRefs[0].hostname=x',
+      "at '/operator/shareHttpRoute/parentRefs/0'",
+    ],
+  ])('refuse share routes %s', async (_name, set, message) => {
+    const out = await runner.helm('template', 'svc', CHART, ...domain, '--set', set);
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toContain(message);
+  });
 });
 
 describe('helm lint --strict', () => {
@@ -573,6 +647,7 @@ describe('helm lint --strict', () => {
       publicFrontend: { httpRoute: { enabled: true, parentRefs: [{ name: 'gw' }] }, podLabels: { a: 'b' } },
       operator: {
         sharePods: { priorityClassName: 'low', podLabels: { team: 'x' } },
+        shareHttpRoute: { enabled: true, parentRefs: [{ name: 'gw', namespace: 'gateway-system' }], tls: 'gateway' },
         extraEnv: [{ name: 'A', value: '1' }],
       },
     });
