@@ -56,7 +56,8 @@ type ShareStatusFields = Pick<ShareStatus, 'token' | 'frontendEndpoints'>;
 
 /**
  * Share → Deployment (agent, plus the OAuth sidecar when `spec.oauth` is set), Service, Ingress for
- * `<token>.<domain>` (public shares) and the sidecar's config Secret (OAuth shares). No finalizer:
+ * `<token>.<domain>` (public shares; an HTTPRoute instead with `--share-http-route`, whose Gateways
+ * must accept it before the share is Ready) and the sidecar's config Secret (OAuth shares). No finalizer:
  * every child carries a controller ownerReference, so the garbage collector removes them with the
  * Share. `Ready` means the share answers: its Deployment is available (and, when the operator is
  * told the ingress controller reports addresses, its Ingress has one); otherwise Ready=False says
