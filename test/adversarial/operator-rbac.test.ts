@@ -349,6 +349,27 @@ describe("the operator's credentials", () => {
         }),
       { byPolicy: 'serves share hosts (*.share.example.com) only' },
     );
+    await expectRefused(
+      'expose',
+      'Ingress for every share host',
+      () =>
+        apply(operator, {
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'Ingress',
+          metadata: { name: 'svc-share-all', namespace: TEAM, labels: OWNED },
+          spec: {
+            rules: [
+              {
+                host: '*.share.example.com',
+                http: {
+                  paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'x', port: { number: 80 } } } }],
+                },
+              },
+            ],
+          },
+        }),
+      { byPolicy: 'serves share hosts (*.share.example.com) only' },
+    );
     await expectRefused('expose', 'create a Share', () => apply(operator, share('exposed')), {
       byPolicy: 'never writes Shares or Accesses',
     });
