@@ -42,7 +42,7 @@ fi
 gateway_crd="$CACHE_ROOT/gateway-api-$GATEWAY_API_VERSION/gateway.networking.k8s.io_httproutes.yaml"
 if [ ! -s "$gateway_crd" ]; then
   log "fetching the Gateway API $GATEWAY_API_VERSION HTTPRoute CRD"
-  gateway_dir=$(cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" |
+  gateway_dir=$(cd "$CACHE_ROOT" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" |
     sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   mkdir -p "$(dirname "$gateway_crd")"
   cat "$gateway_dir/config/crd/standard/gateway.networking.k8s.io_httproutes.yaml" >"$gateway_crd.tmp"
