@@ -5,6 +5,7 @@ import { createLogger } from '../lib/logger.ts';
 import { Informer, type ListWatchSource } from '../lib/kube/informer.ts';
 import {
   DEPLOYMENTS,
+  HTTP_ROUTES,
   INGRESSES,
   SECRETS,
   SERVICES,
@@ -18,6 +19,7 @@ import { containsDesired } from './conditions.ts';
 import { parseInstallation } from './installation.ts';
 import { deploymentNotServing, ingressNotServing } from './readiness.ts';
 import { desiredShareChildren, validateShare } from './share-children.ts';
+import { desiredShareRoute, routeNotServing } from './share-route.ts';
 import { deploymentAvailable } from './status.ts';
 import { needsReconcile } from './watches.ts';
 import { oauthSection } from '../test/support/installation-oauth.ts';
@@ -215,6 +217,55 @@ describe('cache trim', () => {
       const ingress = live(children.ingress!, status);
       expect(ingressNotServing(trim(INGRESSES, ingress), 'x')).toEqual(ingressNotServing(ingress, 'x'));
     }
+  });
+
+  it('an HTTPRoute keeps its spec and which Gateways accepted it, without timestamps', () => {
+    const gateway = { name: 'public', namespace: 'gateway-system' };
+    const desired = desiredShareRoute(
+      { name: 'svc-share-web', namespace: 'team-a' },
+      'web.example.com',
+      'svc-share-web',
+      {
+        parentRefs: [gateway],
+        annotations: {},
+        tls: 'gateway',
+      },
+    );
+    const route = {
+      ...desired,
+      metadata: { ...desired.metadata, managedFields: [{ manager: 'svc-operator' }] },
+      status: {
+        parents: [
+          {
+            parentRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', ...gateway },
+            controllerName: 'example.com/gw',
+            conditions: [
+              {
+                type: 'Accepted',
+                status: 'True',
+                reason: 'Accepted',
+                message: '',
+                lastTransitionTime: 'T',
+                observedGeneration: 1,
+              },
+            ],
+          },
+        ],
+      },
+    } as KubeObject;
+    const trimmed = trim(HTTP_ROUTES, route);
+    expect(trimmed.metadata).not.toHaveProperty('managedFields');
+    expect(trimmed.status).toEqual({
+      parents: [
+        {
+          parentRef: route.status && (route.status as { parents: { parentRef: unknown }[] }).parents[0]!.parentRef,
+          conditions: [{ type: 'Accepted', status: 'True', reason: 'Accepted', message: '' }],
+        },
+      ],
+    });
+    expect(containsDesired(trimmed, desired)).toBe(true);
+    expect(routeNotServing(trimmed, 'x', [gateway])).toEqual(routeNotServing(route, 'x', [gateway]));
+    expect(routeNotServing(trimmed, 'x', [gateway])).toBeUndefined();
   });
 
   it('what needs a reconcile is decided the same from trimmed objects', () => {

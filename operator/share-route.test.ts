@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Problem } from '../lib/errors.ts';
+import { parseOperatorFlags } from './options.ts';
 import { desiredShareRoute, parseShareRoute, routeNotServing, routeTlsCondition } from './share-route.ts';
 
 const GATEWAY = { name: 'public', namespace: 'gateway-system', sectionName: 'https' };
@@ -22,6 +23,21 @@ describe('parseShareRoute', () => {
       annotations: {},
       tls: 'none',
     });
+  });
+
+  it('reaches the operator options as the share ingress route, and a bad one stops start-up', () => {
+    const flags = {
+      namespaceScope: 'all',
+      frontendSecret: 'svc-system/svc-frontend',
+      shareDomain: 'share.example.com',
+      image: 'svc:1',
+    };
+    const route = { parentRefs: [GATEWAY], annotations: {}, tls: 'gateway' };
+    expect(parseOperatorFlags({ ...flags, shareHttpRoute: JSON.stringify(route) }).ingress.route).toEqual(route);
+    expect(parseOperatorFlags(flags).ingress.route).toBeUndefined();
+    expect(() => parseOperatorFlags({ ...flags, shareHttpRoute: '{"parentRefs":[]}' })).toThrow(
+      /--share-http-route: parentRefs: must list at least one Gateway/,
+    );
   });
 
   it('names every bad field', () => {
