@@ -24,6 +24,8 @@ import { newToken } from '../lib/token.ts';
 import type { StreamTarget } from '../lib/tunnel/stream-target.ts';
 import type { SharePublisher } from './tunnel/publisher.ts';
 import { remoteAccessHandler } from './tunnel/remote-access.ts';
+import { listenTcp, localTcpAccess, remoteTcpAccess } from './tunnel/tcp-access.ts';
+import { parseTcpTarget, tcpTargetProblem, type TcpTarget } from '../lib/share/tcp-target.ts';
 import type { TunnelledShare } from './tunnel/serve-stream.ts';
 
 /** Share entry of the status response (seed: "Share entry (in the status response)"). */
@@ -70,6 +72,8 @@ interface LiveShare {
   readonly record: ShareRecord;
   /** Where the frontend and accesses send requests: the proxy target, or the web share's local listener. */
   readonly backendUrl: URL;
+  /** A TCP share's target. */
+  readonly tcpTarget?: TcpTarget;
   readonly route: ShareRoute;
   readonly listener?: RunningListener;
 }
@@ -123,7 +127,7 @@ export class Agent {
         );
         const listener = share
           ? await this.startAccess(share, address)
-          : await this.startRemoteAccess(record.shareToken, address);
+          : await this.startRemoteAccess(record.shareToken, record.backendMode === 'tcp', address);
         this.accesses.set(record.token, { record, listener });
       } catch (err) {
         this.options.logger.error({ access: record.token, err: errorText(err) }, 'cannot restore access');
@@ -163,7 +167,9 @@ export class Agent {
   /** A share as the tunnel serves it (public and private alike); undefined for an unknown token. */
   tunnelShare(token: string): TunnelledShare | undefined {
     const live = this.shares.get(token);
-    return live ? { shareMode: live.record.shareMode, backendUrl: live.backendUrl } : undefined;
+    if (!live) return undefined;
+    const { shareMode } = live.record;
+    return { shareMode, backendUrl: live.backendUrl, ...(live.tcpTarget ? { tcpTarget: live.tcpTarget } : {}) };
   }
 
   /**
@@ -240,7 +246,8 @@ export class Agent {
       if (!share) throw unknownShare(shareToken);
       if (share.record.shareMode !== 'private') throw notPrivate(shareToken, this.frontendEndpoints(share.record));
       const address = valueOrThrow(validateBindAddress(bind ?? '127.0.0.1:0', names), 'invalid_bind', 'invalid access');
-      return this.keepAccess(shareToken, await this.startAccess(share, address), false);
+      const tcp = share.record.backendMode === 'tcp';
+      return this.keepAccess(shareToken, await this.startAccess(share, address), { remote: false, tcp });
     });
   }
 
@@ -250,18 +257,24 @@ export class Agent {
     bind: string | undefined,
     names: RequestFieldNames,
   ): Promise<AccessEntry> {
-    await (this.publisher as SharePublisher).lookupPrivate(shareToken);
+    const { backendMode } = await (this.publisher as SharePublisher).lookupPrivate(shareToken);
     const address = valueOrThrow(validateBindAddress(bind ?? '127.0.0.1:0', names), 'invalid_bind', 'invalid access');
-    return this.keepAccess(shareToken, await this.startRemoteAccess(shareToken, address), true);
+    const tcp = backendMode === 'tcp';
+    return this.keepAccess(shareToken, await this.startRemoteAccess(shareToken, tcp, address), { remote: true, tcp });
   }
 
   /** Records a started access listener in the store (closing it when that fails) and in the live table. */
-  private async keepAccess(shareToken: string, listener: RunningListener, remote: boolean): Promise<AccessEntry> {
+  private async keepAccess(
+    shareToken: string,
+    listener: RunningListener,
+    { remote, tcp }: { remote: boolean; tcp: boolean },
+  ): Promise<AccessEntry> {
     const record: AccessRecord = {
       token: this.freshToken(),
       shareToken,
       bindAddress: formatAddress(listener),
       ...(remote ? { remote: true } : {}),
+      ...(tcp ? { backendMode: 'tcp' as const } : {}),
       createdAt: new Date().toISOString(),
     };
     try {
@@ -329,6 +342,12 @@ export class Agent {
   private async startShare(record: ShareRecord): Promise<LiveShare> {
     let listener: RunningListener | undefined;
     let backendUrl: URL;
+    if (record.backendMode === 'tcp') {
+      const tcpTarget = parseTcpTarget(record.target);
+      if (!tcpTarget) throw new Error(`share ${record.token}: ${tcpTargetProblem(record.target)}`);
+      // Never routed by URL: a TCP share is reached only through TCP accesses and tunnel streams.
+      return { record, backendUrl: new URL(`tcp://${record.target}`), route: tcpRoute(record), tcpTarget };
+    }
     if (record.backendMode === 'web') {
       // The loopback listener is reachable by every local user; the secret path keeps it for the
       // frontend and accesses, so an OAuth web share cannot be read around the login.
@@ -362,6 +381,7 @@ export class Agent {
   }
 
   private async startAccess(share: LiveShare, address: ListenAddress): Promise<RunningListener> {
+    if (share.tcpTarget) return listenTcp(localTcpAccess(share.tcpTarget, this.options.logger), address);
     const handler = proxyBackend({ target: share.backendUrl, identityHeaders: 'strip', logger: this.options.logger });
     try {
       return await listenHandler(handler, address);
@@ -371,7 +391,12 @@ export class Agent {
     }
   }
 
-  private async startRemoteAccess(shareToken: string, address: ListenAddress): Promise<RunningListener> {
+  private async startRemoteAccess(shareToken: string, tcp: boolean, address: ListenAddress): Promise<RunningListener> {
+    if (tcp)
+      return listenTcp(
+        remoteTcpAccess(() => this.accessTarget?.(), shareToken, this.options.logger),
+        address,
+      );
     const handler = remoteAccessHandler({ target: () => this.accessTarget?.(), shareToken });
     return listenHandler(handler, address);
   }
@@ -411,8 +436,13 @@ function accessEntry(record: AccessRecord): AccessEntry {
     token: record.token,
     shareToken: record.shareToken,
     bindAddress: record.bindAddress,
-    endpoint: `http://${endpointHost(record.bindAddress)}`,
+    endpoint: `${record.backendMode === 'tcp' ? 'tcp' : 'http'}://${endpointHost(record.bindAddress)}`,
   };
+}
+
+/** A TCP share's route: a placeholder the frontend never serves (TCP shares are private). */
+function tcpRoute(record: ShareRecord): ShareRoute {
+  return { token: record.token, instance: `${record.token}@${record.createdAt}`, target: new URL('tcp://invalid') };
 }
 
 /** An access bound to a wildcard address is reached on loopback from this machine. */

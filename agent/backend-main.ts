@@ -6,7 +6,7 @@ import { createLogger } from '../lib/logger.ts';
 import { isLoopbackHost } from '../lib/net.ts';
 import { listenHandler, type RunningListener } from './backends/listener.ts';
 import { proxyBackend } from './backends/proxy.ts';
-import { BACKEND_MODES } from '../lib/share/spec.ts';
+import { HTTP_BACKEND_MODES as BACKEND_MODES } from '../lib/share/spec.ts';
 import type { BackendHandler } from './backends/types.ts';
 import { assertDirectory, webBackend } from './backends/web.ts';
 

@@ -52,7 +52,7 @@ describe('validateShareRequest', () => {
       [
         'invalid share:',
         '  - shareMode: must be one of public, private, got "secret"',
-        '  - backendMode: must be one of proxy, web, got "ftp"',
+        '  - backendMode: must be one of proxy, web, tcp, got "ftp"',
         '  - target: must be an absolute URL, got "not a url"',
         '  - oauthProvider: unknown provider "github" (configured: dev)',
         '  - oauthEmailAddressPatterns[0]: glob "[oops" has an unclosed \'[\'',

@@ -5,7 +5,7 @@ export interface ShareRecord {
   readonly token: string;
   readonly shareMode: ShareMode;
   readonly backendMode: BackendMode;
-  /** proxy: absolute http(s) URL; web: absolute folder path. */
+  /** proxy: absolute http(s) URL; web: absolute folder path; tcp: `host:port`. */
   readonly target: string;
   readonly oauth?: {
     readonly provider: string;
@@ -25,6 +25,8 @@ export interface AccessRecord {
   readonly bindAddress: string;
   /** The share is on another machine of the account, reached through the installation's tunnel. */
   readonly remote?: boolean;
+  /** `tcp`: a TCP listener relaying connections (the share is a TCP share); absent for HTTP. */
+  readonly backendMode?: 'tcp';
   readonly createdAt: string;
 }
 

@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import type { ShareEntry } from '../agent/agent.ts';
 import type { ShareRequest } from '../agent/share-request.ts';
+import { BACKEND_MODES } from '../lib/share/spec.ts';
 import { localClient, printJson, withLocalOptions, type LocalOptions } from './local.ts';
 
 interface ShareOptions extends LocalOptions {
@@ -16,7 +17,7 @@ interface ShareOptions extends LocalOptions {
 export function registerShareCommands(program: Command): void {
   const share = program
     .command('share')
-    .description('publish an HTTP service or a folder as a share on the local agent');
+    .description('publish an HTTP service, a folder or (private only) a TCP service as a share on the local agent');
 
   const pub = share
     .command('public')
@@ -34,7 +35,7 @@ export function registerShareCommands(program: Command): void {
   const priv = share
     .command('private')
     .description('create a private share, reachable only through `svc access private <token>`')
-    .argument('<target>', 'proxy: the backend URL; web: the folder to serve');
+    .argument('<target>', 'proxy: the backend URL; web: the folder to serve; tcp: host:port (127.0.0.1:5432)');
   addBackendOptions(priv);
   withLocalOptions(priv).action((target: string, opts: ShareOptions) => createShare('private', target, opts));
 
@@ -53,11 +54,15 @@ export function registerShareCommands(program: Command): void {
   });
 }
 
+/** Every mode is offered on both commands: the agent's one share validator refuses tcp on a public share. */
 function addBackendOptions(command: Command): void {
   command
     .addOption(
-      new Option('--backend-mode <mode>', 'proxy: forward to a URL; web: serve a folder')
-        .choices(['proxy', 'web'])
+      new Option(
+        '--backend-mode <mode>',
+        'proxy: forward to a URL; web: serve a folder; tcp (private only): relay TCP connections to host:port',
+      )
+        .choices([...BACKEND_MODES])
         .default('proxy'),
     )
     .option('--web-listing', 'web: list folders that have no index.html (off by default)');

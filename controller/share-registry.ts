@@ -3,6 +3,7 @@ import type { Clock } from '../lib/clock.ts';
 import { SvcError, valueOrThrow } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { API_SHARE_FIELDS } from '../lib/share/surfaces.ts';
+import type { BackendMode } from '../lib/share/spec.ts';
 import { storedOAuth, validateShareSpec } from '../lib/share/validate.ts';
 import type { EnvironmentIdentity, PublishedShare, ShareDirectory } from '../lib/tunnel/directory.ts';
 import type { RegistrySnapshot } from '../lib/tunnel/frontend-api.ts';
@@ -25,7 +26,7 @@ export interface ShareRegistryOptions {
 export interface ShareAnnouncement {
   readonly token: string;
   readonly shareMode: 'public' | 'private';
-  readonly backendMode: 'proxy' | 'web';
+  readonly backendMode: BackendMode;
   readonly oauthProvider?: string;
   readonly oauthEmailAddressPatterns?: readonly string[];
   readonly oauthCheckInterval?: string;

@@ -2,6 +2,7 @@ import type { ShareIngressOptions } from './options.ts';
 import type { ProblemCode } from '../lib/error-codes.ts';
 import { errorText, problem, type Problem, type Result } from '../lib/errors.ts';
 import { CRD_SHARE_FIELDS } from '../lib/share/surfaces.ts';
+import { HTTP_BACKEND_MODES } from '../lib/share/spec.ts';
 import { storedOAuth, validateShareSpec, type ShareInput, type ShareRules } from '../lib/share/validate.ts';
 import { parseFrontendConfig } from '../lib/config/frontend.ts';
 import { sharePodOAuthSection } from '../lib/config/share-pod.ts';
@@ -83,6 +84,8 @@ export function validateShare(share: Share, installation: Installation | undefin
     );
   }
   const rules: ShareRules = {
+    backendModes: HTTP_BACKEND_MODES,
+    unsupportedBackend: 'a Share object serves HTTP (proxy or web); a TCP share is made with svc share private',
     webTarget: volumeTargetProblem,
     webVolume: true,
     ...(installation ? { providerNames: installation.oauth.providers.map((p) => p.name) } : {}),
@@ -113,7 +116,8 @@ export function validateShare(share: Share, installation: Installation | undefin
     token,
     instance: uid || token,
     shareMode,
-    backendMode,
+    // The rules admit the HTTP backend modes only.
+    backendMode: backendMode as ValidShare['backendMode'],
     target,
     ...(webVolume ? { webVolume } : {}),
     ...(oauth ? { oauth } : {}),

@@ -1,5 +1,5 @@
 import { createServer } from '../../lib/node-http.ts';
-import type { Socket } from 'node:net';
+import type { Server as NetServer, Socket } from 'node:net';
 import { listen, portOf, type ListenAddress } from '../../lib/listen.ts';
 import type { BackendHandler } from './types.ts';
 
@@ -23,8 +23,23 @@ export async function listenHandler(handler: BackendHandler, address: ListenAddr
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
     else socket.destroy();
   });
+  return listenClosing(server, address, () => {
+    handler.close();
+    server.closeIdleConnections();
+  });
+}
+
+/**
+ * Listens on `address` and returns the listener; its `close` stops accepting, calls `beforeClose`
+ * and cuts every connection still open, resolving once the server has closed.
+ */
+export async function listenClosing(
+  server: NetServer,
+  address: ListenAddress,
+  beforeClose: () => void = () => undefined,
+): Promise<RunningListener> {
   const sockets = new Set<Socket>();
-  server.on('connection', (s) => {
+  server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
   });
@@ -34,9 +49,8 @@ export async function listenHandler(handler: BackendHandler, address: ListenAddr
     port: portOf(server),
     close: () =>
       new Promise<void>((resolve) => {
-        handler.close();
         server.close(() => resolve());
-        server.closeIdleConnections();
+        beforeClose();
         for (const s of sockets) s.destroy();
       }),
   };

@@ -27,7 +27,7 @@ export interface SharePublisher {
   /** Reconciles the registry with every share the agent holds; returns the tokens it refused. */
   sync(records: readonly ShareRecord[]): Promise<string[]>;
   /** A private share of another machine of the account; fails with `unknown_share` otherwise. */
-  lookupPrivate(token: string): Promise<void>;
+  lookupPrivate(token: string): Promise<{ backendMode: string }>;
 }
 
 /** Asks the controller whether it offers tunnels: the info, or undefined (`tunnel_not_offered`). */
@@ -81,7 +81,8 @@ export function installationPublisher(options: {
       return answer.refused.map((r) => r.token);
     },
     async lookupPrivate(shareToken) {
-      await call('/tunnel/shares/lookup', { token: shareToken });
+      const found = await call<{ backendMode?: string }>('/tunnel/shares/lookup', { token: shareToken });
+      return { backendMode: found.backendMode ?? 'proxy' };
     },
   };
 }

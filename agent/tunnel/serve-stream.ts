@@ -3,14 +3,18 @@ import https from 'node:https';
 import type { IncomingHttpHeaders as Http2Headers, ServerHttp2Stream } from 'node:http2';
 import { stripIdentityHeaders } from '../../lib/identity-headers.ts';
 import { Agent, request as httpRequest } from '../../lib/node-http.ts';
-import { ROUTE_HEADER, shareTokenOf, tunnelHeaders } from '../../lib/tunnel/protocol.ts';
+import type { TcpTarget } from '../../lib/share/tcp-target.ts';
+import { ROUTE_HEADER, TCP_PROTOCOL, shareTokenOf, tunnelHeaders } from '../../lib/tunnel/protocol.ts';
 import { relayBody, resetStream } from '../../lib/tunnel/relay.ts';
+import { serveTcpStream } from './serve-tcp.ts';
 
 /** A share as the tunnel serves it: where its backend answers, and who may reach it. */
 export interface TunnelledShare {
   readonly shareMode: 'public' | 'private';
-  /** The proxy target, or the web share's local listener (with its secret path). */
+  /** The proxy target, or the web share's local listener (with its secret path); unused for tcp. */
   readonly backendUrl: URL;
+  /** A TCP share's target: its streams are TCP connections to it (serve-tcp.ts). */
+  readonly tcpTarget?: TcpTarget;
 }
 
 const agents = {
@@ -24,7 +28,8 @@ const agents = {
  * target's, the target's path prefixed, the frontend's identity and X-Forwarded headers kept), and
  * an extended CONNECT (`:protocol: websocket`) becomes an HTTP/1.1 upgrade to the backend. Bodies
  * are piped both ways under the stream's flow control. A public share is served on `public` streams,
- * a private one only on `access` streams, whose identity look-alikes are removed here too.
+ * a private one only on `access` streams, whose identity look-alikes are removed here too. A TCP
+ * share's streams are TCP connections to its target (serve-tcp.ts).
  */
 export function serveStream(
   stream: ServerHttp2Stream,
@@ -37,6 +42,8 @@ export function serveStream(
   const route = headers[ROUTE_HEADER];
   const allowed = share && (share.shareMode === 'public' ? route === 'public' : route === 'access');
   if (!share || !allowed) return answer(stream, 404, `404: no share ${token ?? ''} on this agent\n`);
+  if (share.tcpTarget) return serveTcpStream(stream, headers, share.tcpTarget);
+  if (headers[':protocol'] === TCP_PROTOCOL) return answer(stream, 400, `400: share ${token} is not a TCP share\n`);
 
   const target = share.backendUrl;
   const websocket = headers[':method'] === 'CONNECT';

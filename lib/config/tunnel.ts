@@ -7,6 +7,7 @@ const KEYS = [
   'stream_idle_timeout',
   'ping_interval',
   'ping_timeout',
+  'max_tcp_connections_per_share',
 ];
 
 /**
@@ -42,5 +43,10 @@ export function readTunnelLimits(r: ConfigReader, value: unknown): TunnelLimits 
       r.duration(t, 'stream_idle_timeout', 'tunnel', { required: false }) ?? DEFAULT_TUNNEL_LIMITS.streamIdleMs,
     pingIntervalMs,
     pingTimeoutMs,
+    maxTcpConnectionsPerShare: count(
+      'max_tcp_connections_per_share',
+      10_000,
+      DEFAULT_TUNNEL_LIMITS.maxTcpConnectionsPerShare,
+    ),
   };
 }

@@ -5,9 +5,11 @@ import type { EmailGlob } from '../glob.ts';
 
 export type ShareMode = 'public' | 'private';
 export const SHARE_MODES: readonly ShareMode[] = ['public', 'private'];
-/** proxy: forward to a URL; web: serve a folder. */
-export type BackendMode = 'proxy' | 'web';
-export const BACKEND_MODES: readonly BackendMode[] = ['proxy', 'web'];
+/** proxy: forward to a URL; web: serve a folder; tcp: relay TCP connections to `host:port` (private only). */
+export type BackendMode = 'proxy' | 'web' | 'tcp';
+export const BACKEND_MODES: readonly BackendMode[] = ['proxy', 'web', 'tcp'];
+/** The backend modes of HTTP shares, those a public frontend or a share pod can serve. */
+export const HTTP_BACKEND_MODES: readonly BackendMode[] = ['proxy', 'web'];
 
 export interface ShareOAuth {
   readonly provider: string;

@@ -35,9 +35,30 @@ describe('validateShareSpec', () => {
     expect(result.value.oauth?.checkInterval).toBeUndefined();
   });
 
+  it('accepts a private TCP share to host:port, and refuses a public one or another target, naming the problem', () => {
+    const tcp = validateShareSpec(
+      { shareMode: 'private', backendMode: 'tcp', target: 'db.internal:5432' },
+      API_SHARE_FIELDS,
+    );
+    expect(tcp).toMatchObject({ ok: true, value: { backendMode: 'tcp', target: 'db.internal:5432' } });
+    expect(
+      validateShareSpec({ shareMode: 'private', backendMode: 'tcp', target: '[::1]:22' }, API_SHARE_FIELDS).ok,
+    ).toBe(true);
+    expect(textsOf(validateShareSpec({ backendMode: 'tcp', target: '127.0.0.1:5432' }, CLI_SHARE_FIELDS))).toEqual([
+      '--backend-mode: tcp applies to private shares only: a TCP share is reached through an access, never on the public frontend (got svc share public|private public)',
+    ]);
+    for (const target of ['http://127.0.0.1:5432', '127.0.0.1', '127.0.0.1:0', '127.0.0.1:70000', ':5432', 'a b:1']) {
+      expect(
+        textsOf(validateShareSpec({ shareMode: 'private', backendMode: 'tcp', target }, API_SHARE_FIELDS)),
+      ).toEqual([
+        `target: must be host:port for backend mode tcp (for example 127.0.0.1:5432), got ${JSON.stringify(target)}`,
+      ]);
+    }
+  });
+
   it('reports every problem at once, in one order, each with a stable code', () => {
     expect(problemsOf(validateShareSpec(bad, API_SHARE_FIELDS))).toEqual([
-      { path: 'backendMode', code: 'not_allowed', message: 'must be one of proxy, web, got "ftp"' },
+      { path: 'backendMode', code: 'not_allowed', message: 'must be one of proxy, web, tcp, got "ftp"' },
       { path: 'target', code: 'invalid', message: 'must be an absolute URL, got "not a url"' },
       {
         path: 'oauthProvider',
@@ -60,7 +81,7 @@ describe('validateShareSpec', () => {
       expect(codes(fields)).toEqual(codes(API_SHARE_FIELDS));
     }
     expect(textsOf(validateShareSpec(bad, CLI_SHARE_FIELDS))).toEqual([
-      '--backend-mode: must be one of proxy, web, got "ftp"',
+      '--backend-mode: must be one of proxy, web, tcp, got "ftp"',
       '<target>: must be an absolute URL, got "not a url"',
       '--oauth-provider: required when --oauth-email-address-pattern or --oauth-check-interval is set',
       '--oauth-provider: OAuth options apply to public shares only (a private share is reached through an access)',

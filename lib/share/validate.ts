@@ -11,6 +11,7 @@ import {
   type ShareMode,
 } from './spec.ts';
 import { parseDuration } from '../duration.ts';
+import { parseTcpTarget, tcpTargetProblem } from './tcp-target.ts';
 
 /** The fields of a share, in the product's own names (those of the API body). */
 export type ShareField =
@@ -55,7 +56,7 @@ export interface ValidShareSpec {
   readonly token?: string;
   readonly shareMode: ShareMode;
   readonly backendMode: BackendMode;
-  /** proxy: the URL as given; web: the folder; empty when the target stays elsewhere. */
+  /** proxy: the URL as given; web: the folder; tcp: `host:port`; empty when the target stays elsewhere. */
   readonly target: string;
   /** proxy only: the parsed target. */
   readonly targetUrl?: URL;
@@ -97,7 +98,7 @@ const TOKEN_RULE = 'must be a DNS label: lower-case letters, digits and -, at mo
  * (`shares[]`), the CLI, the API body (both executors), the Share object. Every problem is returned
  * at once, each with the surface's field path, a stable code and the same message for the same
  * mistake; the surface's adapter only renames fields (`names`) and says what it can create
- * (`rules`); `under` prefixes every path (a config file's `shares[0]`). Order: token, share mode, backend mode, target, web volume, OAuth provider, OAuth on a
+ * (`rules`); `under` prefixes every path (a config file's `shares[0]`). Order: token, share mode, backend mode (tcp private only), target, web volume, OAuth provider, OAuth on a
  * private share, email patterns, check interval, web listing.
  */
 export function validateShareSpec(
@@ -117,6 +118,13 @@ export function validateShareSpec(
   if (token !== undefined && !SHARE_TOKEN.test(token)) r.problem(names.token, TOKEN_RULE);
   const shareMode = oneOf(r, input.shareMode ?? 'public', names.shareMode, SHARE_MODES);
   const backendMode = backendModeOf(r, input.backendMode ?? 'proxy', names.backendMode, rules);
+  if (backendMode === 'tcp' && shareMode === 'public') {
+    r.problem(
+      names.backendMode,
+      `tcp applies to private shares only: a TCP share is reached through an access, never on the public frontend (got ${fieldNames.shareMode} public)`,
+      'not_allowed',
+    );
+  }
 
   let target: string | undefined;
   let targetUrl: URL | undefined;
@@ -126,6 +134,9 @@ export function validateShareSpec(
     target = r.string(field('target'), names.target, '');
     const wrong = target !== undefined ? rules.webTarget?.(target) : undefined;
     if (wrong) r.problem(names.target, wrong.message, wrong.code);
+  } else if (backendMode === 'tcp') {
+    target = r.string(field('target'), names.target, '');
+    if (target !== undefined && !parseTcpTarget(target)) r.problem(names.target, tcpTargetProblem(target));
   } else {
     targetUrl = r.url(field('target'), names.target, '');
     target = typeof input.target === 'string' ? input.target : undefined;

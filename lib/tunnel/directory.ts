@@ -1,3 +1,5 @@
+import type { BackendMode } from '../share/spec.ts';
+
 /**
  * What the installation's frontend needs to know about shares published through tunnels, without
  * asking any agent: the share registry kept by the controller (controller/share-registry.ts). The
@@ -37,7 +39,7 @@ export interface PublishedShare {
   readonly envZId: string;
   readonly accountId: string;
   readonly shareMode: 'public' | 'private';
-  readonly backendMode: 'proxy' | 'web';
+  readonly backendMode: BackendMode;
   readonly oauth?: {
     readonly provider: string;
     readonly emailAddressPatterns: readonly string[];

@@ -3,7 +3,8 @@ import type { ClientHttp2Stream, IncomingHttpHeaders as Http2Headers } from 'nod
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { ShareCookies } from '../backend-cookies.ts';
-import { ROUTE_HEADER, tunnelHeaders, type TunnelRoute } from './protocol.ts';
+import { ROUTE_HEADER, TCP_PROTOCOL, tunnelHeaders, type TunnelRoute } from './protocol.ts';
+import { forwardTcpStream } from './tcp-relay.ts';
 import { declaredLength, onceSettled, relayBody, resetStream } from './relay.ts';
 import { TunnelUnavailable, type StreamTarget } from './stream-target.ts';
 
@@ -129,6 +130,7 @@ export function forwardUpgrade(
 /**
  * An HTTP/2 stream (a private access's request, or another replica's) forwarded into a tunnel:
  * same method, path, authority and `:protocol`, the route marker set by us, bodies piped both ways.
+ * A TCP stream (`:protocol` TCP_PROTOCOL) goes through `forwardTcpStream` (tcp-relay.ts).
  */
 export function forwardStream(
   incoming: ServerHttp2Stream,
@@ -136,6 +138,7 @@ export function forwardStream(
   target: StreamTarget,
   options: { route: TunnelRoute; idleMs: number },
 ) {
+  if (headers[':protocol'] === TCP_PROTOCOL) return forwardTcpStream(incoming, headers, target, options.route);
   const connect = headers[':method'] === 'CONNECT';
   const outgoing = openStream(target, {
     ...tunnelHeaders(headers),

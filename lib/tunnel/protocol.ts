@@ -27,6 +27,13 @@ export const ENVIRONMENT_TOKEN_HEADER = 'x-environment-token';
 export const ROUTE_HEADER = 'svc-tunnel-route';
 export type TunnelRoute = 'public' | 'access';
 
+/**
+ * The `:protocol` of an extended CONNECT stream that carries one TCP connection of a private TCP
+ * share: the access's agent opens it, the frontend relays it into the owner's tunnel, and the owner's
+ * agent dials the share's target (the one given at share time, never one the stream names).
+ */
+export const TCP_PROTOCOL = 'svc-tcp';
+
 /** WebSocket close codes of the tunnel (4000-4999 are free for applications). */
 export const CLOSE_REVOKED = 4001;
 export const CLOSE_TOO_MANY_TUNNELS = 4008;
@@ -43,6 +50,8 @@ export interface TunnelLimits {
   readonly pingIntervalMs: number;
   /** A tunnel from which nothing at all arrived for this long is dropped as dead. */
   readonly pingTimeoutMs: number;
+  /** TCP connections open at once to one TCP share through the frontend; more are refused (503). */
+  readonly maxTcpConnectionsPerShare: number;
   /** Largest header block of one request or response (HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE). */
   readonly maxHeaderListBytes: number;
 }
@@ -59,6 +68,9 @@ export const DEFAULT_TUNNEL_LIMITS: TunnelLimits = {
   // A silent cut is noticed within 8 s: two missed pings plus 2 s for a slow round trip.
   pingIntervalMs: 3_000,
   pingTimeoutMs: pingTimeoutFor(3_000),
+  // A TCP share serves a handful of clients (a database pool, SSH sessions); 64 leaves room for a
+  // pool while one share cannot take the whole tunnel (100 streams) from its environment's others.
+  maxTcpConnectionsPerShare: 64,
   // Node's HTTP/1 parser accepts 16 KiB of headers; the frontend adds the identity and forwarding ones.
   maxHeaderListBytes: 32 * 1024,
 };

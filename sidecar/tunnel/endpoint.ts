@@ -8,6 +8,8 @@ import { stripIdentityHeaders } from '../../lib/identity-headers.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { EnvironmentIdentity, ShareDirectory } from '../../lib/tunnel/directory.ts';
 import { forwardStream, rejectSocket } from '../../lib/tunnel/forward.ts';
+import { refuseTcpStream } from '../../lib/tunnel/tcp-relay.ts';
+import { ConnectionCounter } from './connection-counter.ts';
 import { watchTunnel } from '../../lib/tunnel/liveness.ts';
 import { webSocketDuplex } from '../../lib/tunnel/ws-duplex.ts';
 import {
@@ -16,6 +18,7 @@ import {
   CLOSE_TOO_MANY_TUNNELS,
   ENVIRONMENT_TOKEN_HEADER,
   MAX_FRAME_MESSAGE_BYTES,
+  TCP_PROTOCOL,
   TUNNEL_PATH,
   claimedEnvironment,
   shareTokenOf,
@@ -50,10 +53,12 @@ export class TunnelEndpoint {
     perMessageDeflate: false,
   });
   private readonly accessSockets = new Map<string, Set<WebSocket>>();
+  private readonly tcpConnections: ConnectionCounter;
   private readonly unsubscribe: () => void;
 
   constructor(options: TunnelEndpointOptions) {
     this.options = options;
+    this.tcpConnections = new ConnectionCounter(options.limits.maxTcpConnectionsPerShare);
     this.unsubscribe = options.directory.onRevoked((envZId) => this.revoke(envZId));
   }
 
@@ -189,11 +194,25 @@ export class TunnelEndpoint {
       stream.end(`404: there is no private share ${token ?? ''} of this account\n`);
       return;
     }
+    const tcp = headers[':protocol'] === TCP_PROTOCOL;
+    if (tcp !== (share.backendMode === 'tcp')) {
+      const text = tcp
+        ? `share ${share.token} is not a TCP share`
+        : `share ${share.token} is a TCP share: reach it with a TCP access`;
+      return refuseTcpStream(stream, 400, text);
+    }
     const target = locator.find(share.envZId);
     if (!target) {
       stream.respond({ ':status': 503, 'content-type': 'text/plain; charset=utf-8', 'retry-after': '5' });
       stream.end(`503: share ${share.token} is offline: its agent is not connected\n`);
       return;
+    }
+    if (tcp && !this.tcpConnections.admit(share.token, stream)) {
+      logger.warn(
+        { envZId: identity.envZId, share: share.token, max: limits.maxTcpConnectionsPerShare },
+        'access: TCP connection refused: the share holds the maximum number of connections',
+      );
+      return refuseTcpStream(stream, 503, `share ${share.token} has too many TCP connections open; try again later`);
     }
     stripIdentityHeaders(headers);
     forwardStream(stream, headers, target, { route: 'access', idleMs: limits.streamIdleMs });

@@ -99,7 +99,8 @@ export function tunnelledShares(options: TunnelledSharesOptions): ShareSource {
 
   const lookup = (token: string): ShareRoute | undefined => {
     const entry = directory.lookup(token);
-    return entry && entry.shareMode === 'public' ? routeOf(entry) : undefined;
+    // A TCP share is private by its validator; checked again so none is ever served here.
+    return entry && entry.shareMode === 'public' && entry.backendMode !== 'tcp' ? routeOf(entry) : undefined;
   };
   return { lookup, has: (token) => lookup(token) !== undefined };
 }

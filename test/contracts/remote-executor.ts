@@ -83,7 +83,7 @@ const REFUSALS: readonly [string, Command, Refusal | ((shares: SeededShares) => 
   [
     'share: a backend mode that does not exist',
     share(proxy({ backendMode: 'ftp' })),
-    invalidShare(['backendMode: must be one of proxy, web, got "ftp"']),
+    invalidShare(['backendMode: must be one of proxy, web, tcp, got "ftp"']),
   ],
   ['share: no target', share(proxy({ target: '' })), invalidShare(['target: required'])],
   [
@@ -126,7 +126,7 @@ const REFUSALS: readonly [string, Command, Refusal | ((shares: SeededShares) => 
       oauthCheckInterval: 'soon',
     }),
     invalidShare([
-      'backendMode: must be one of proxy, web, got "ftp"',
+      'backendMode: must be one of proxy, web, tcp, got "ftp"',
       'target: must be an absolute URL, got "not a url"',
       'oauthProvider: required when oauthEmailAddressPatterns or oauthCheckInterval is set',
       PRIVATE_OAUTH,

@@ -96,15 +96,27 @@ export async function startTunnelBackend(host = '127.0.0.1', port = 0): Promise<
 export async function spawnTunnelBackend(
   wrap: (argv: string[]) => string[] = (argv) => argv,
 ): Promise<{ child: ChildProcess; port: number }> {
+  return spawnListening(import.meta.filename, 'the tunnel backend', wrap);
+}
+
+/**
+ * Runs a test server script (`node <script> 127.0.0.1 0`, through `wrap`) and resolves with the
+ * port it prints as `listening <port>`.
+ */
+export async function spawnListening(
+  script: string,
+  label: string,
+  wrap: (argv: string[]) => string[],
+): Promise<{ child: ChildProcess; port: number }> {
   const node = join(import.meta.dirname, '../../node_modules/.bin/node');
-  const [command, ...argv] = wrap([node, import.meta.filename, '127.0.0.1', '0']) as [string, ...string[]];
+  const [command, ...argv] = wrap([node, script, '127.0.0.1', '0']) as [string, ...string[]];
   const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout.on('data', (c: Buffer) => {
       const m = /listening (\d+)/.exec(c.toString());
       if (m) resolve(Number(m[1]));
     });
-    child.on('exit', (code) => reject(new Error(`the tunnel backend exited (${code}) before listening`)));
+    child.on('exit', (code) => reject(new Error(`${label} exited (${code}) before listening`)));
   });
   return { child, port };
 }
