@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite talks to, so `npm test` on a fresh machine needs nothing by hand:
-# Debian's chromium (browser tests), etcd-server (Kubernetes tests) and nginx (benchmark peer); for
+# Debian's chromium (browser tests), etcd-server (Kubernetes tests), nginx (benchmark peer) and
+# redis (a real TCP protocol through a TCP share); for
 # the one-node test cluster (test/k8s/cluster/) Debian's containerd, runc, CNI plugins, iptables,
 # conntrack, and buildah + mmdebstrap to build the image without Docker; then kube-apiserver,
 # kube-controller-manager and helm, and the node components (kubelet, kube-scheduler, kube-proxy,
@@ -16,6 +17,9 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-li
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 # ip netns: the tunnel's end-to-end test runs the laptop in its own network namespace
 [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
+# a real TCP protocol through a private TCP share (test/tunnel/tcp-share-netns.test.ts)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 [ -x /usr/bin/containerd ] || missing+=(containerd)
 [ -x /usr/sbin/runc ] || missing+=(runc)
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
