@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { intArg } from './lib/load-args.ts';
-import { installCleanup, removeScratchDir, scratchDir, stopAll } from './lib/processes.ts';
+import { cpuSeconds, installCleanup, removeScratchDir, scratchDir, stopAll } from './lib/processes.ts';
 import { fixed, machineLines, markdownTable, median, ratio, writeMarkdown } from './lib/report.ts';
 import { startSvcInstallation, startSvcServe, svcCommand, waitForOutput } from './lib/svc.ts';
 
@@ -119,8 +119,8 @@ function percentile(values: readonly number[], p: number): number | undefined {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-/** The installation and two agents of one account; returns the access ports of the three shares. */
-async function startTunnel(dir: string, ports: readonly number[]): Promise<number[]> {
+/** The installation and two agents of one account: the access ports of the three shares, and the pids. */
+async function startTunnel(dir: string, ports: readonly number[]): Promise<{ accessPorts: number[]; pids: number[] }> {
   const dataDir = (name: string) => join(dir, name);
   const [installation, sharer, accessor] = await Promise.all([
     startSvcInstallation({ name: 'installation', dataDir: dataDir('installation'), domain: 'tcp.localhost' }),
@@ -157,22 +157,34 @@ async function startTunnel(dir: string, ports: readonly number[]): Promise<numbe
     ) as { endpoint: string };
     accessPorts.push(Number(new URL(access.endpoint).port));
   }
-  return accessPorts;
+  return { accessPorts, pids: [accessor.pid, installation.pid, sharer.pid] };
 }
 
 interface Figures {
   download: number[];
   upload: number[];
   setUpMs: number[];
+  /** CPU ms per MiB moved of each svc process (accessing agent, installation, sharing agent). */
+  cpuMsPerMiB: number[];
 }
 
-async function measure(ports: readonly number[], mib: number, rounds: number, connections: number): Promise<Figures> {
+async function measure(
+  ports: readonly number[],
+  mib: number,
+  rounds: number,
+  connections: number,
+  pids: readonly number[] = [],
+): Promise<Figures> {
   const [source, sink, echo] = ports as [number, number, number];
-  const figures: Figures = { download: [], upload: [], setUpMs: [] };
+  const figures: Figures = { download: [], upload: [], setUpMs: [], cpuMsPerMiB: [] };
+  const cpuBefore = pids.map((pid) => cpuSeconds(pid) ?? 0);
   for (let i = 0; i < rounds; i++) {
     figures.download.push(await download(source, mib * 2 ** 20));
     figures.upload.push(await upload(sink, mib * 2 ** 20));
   }
+  figures.cpuMsPerMiB = pids.map(
+    (pid, i) => (((cpuSeconds(pid) ?? 0) - (cpuBefore[i] ?? 0)) * 1000) / (2 * rounds * mib),
+  );
   for (let i = 0; i < connections; i++) figures.setUpMs.push(await setUp(echo));
   return figures;
 }
@@ -189,12 +201,12 @@ async function main(): Promise<void> {
   const dir = scratchDir('svc-bench-tunnel-tcp-');
   const servers = await startServers(mib);
   try {
-    const accessPorts = await startTunnel(dir, servers.ports);
+    const { accessPorts, pids } = await startTunnel(dir, servers.ports);
     // Warm both paths once (JIT, the first stream of a session).
     await measure(servers.ports, mib, 1, 20);
     await measure(accessPorts, mib, 1, 20);
     const direct = await measure(servers.ports, mib, rounds, connections);
-    const tunnel = await measure(accessPorts, mib, rounds, connections);
+    const tunnel = await measure(accessPorts, mib, rounds, connections, pids);
     const row = (name: string, f: Figures) => [
       name,
       fixed(median(f.download), 0),
@@ -203,9 +215,13 @@ async function main(): Promise<void> {
       ratio(median(f.upload), median(direct.upload)),
       fixed(median(f.setUpMs), 2),
       fixed(percentile(f.setUpMs, 95), 2),
+      f.cpuMsPerMiB.length ? f.cpuMsPerMiB.map((ms) => fixed(ms, 1)).join(' + ') : '-',
     ];
     const table = markdownTable(
-      ['path', 'download MiB/s', '× direct', 'upload MiB/s', '× direct', 'set-up p50 ms', 'set-up p95 ms'],
+      [
+        ...['path', 'download MiB/s', '× direct', 'upload MiB/s', '× direct', 'set-up p50 ms', 'set-up p95 ms'],
+        'CPU ms/MiB (accessing agent + installation + sharing agent)',
+      ],
       [row('direct', direct), row('tunnel (TCP share)', tunnel)],
     );
     const markdown = [
