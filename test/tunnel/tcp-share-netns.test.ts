@@ -228,6 +228,21 @@ describe('refusals', () => {
     expect(badTarget.stderr).toMatch(/<target>: must be host:port for backend mode tcp/);
   });
 
+  it("a target that refuses closes the client's connection with nothing sent, and says why in the log", async () => {
+    const token = await tcpShare('127.0.0.1:1');
+    const port = await tcpAccess('second', token);
+    const from = machines.second?.output().length ?? 0;
+    const attempt = await heldConnection(addressOf('second'), port);
+    expect(attempt.through).toBe(false);
+    const refusal = (line: string) =>
+      line.includes('access: TCP connection refused') &&
+      line.includes('502: the share target did not answer: ECONNREFUSED');
+    await until(
+      () => (machines.second?.output().slice(from) ?? '').split('\n').some(refusal),
+      'the refusal in the access log',
+    );
+  });
+
   it('the public frontend never serves a TCP share', async () => {
     const token = await tcpShare(`127.0.0.1:${echoPort}`);
     const reply = await request(frontendPort, '/', { host: `${token}.svc.localhost:${frontendPort}` });
