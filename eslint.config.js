@@ -50,6 +50,8 @@ export default tseslint.config(
           'setInterval',
           'clearInterval',
           'navigator',
+          'DOMParser',
+          'CSS',
         ].map((name) => [name, 'readonly']),
       ),
     },

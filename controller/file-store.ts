@@ -61,6 +61,10 @@ export class ControllerFileStore implements ControllerStore, RegistrationStore {
     return this.find((doc) => doc.accounts.find((a) => a.email.toLowerCase() === lower));
   }
 
+  async listAccounts(): Promise<AccountRecord[]> {
+    return (await this.snapshot()).accounts.map((a) => ({ ...a }));
+  }
+
   createEnvironment(environment: EnvironmentRecord): Promise<void> {
     return this.change((doc) => {
       if (!doc.accounts.some((a) => a.id === environment.accountId)) {

@@ -133,6 +133,11 @@ export class KubeControllerStore implements ControllerStore, RegistrationStore {
     return account && account.email.toLowerCase() === email.toLowerCase() ? account : undefined;
   }
 
+  async listAccounts(): Promise<AccountRecord[]> {
+    const found = await this.list<AccountRecord>('account');
+    return found.map((f) => f.record).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  }
+
   async createEnvironment(environment: EnvironmentRecord): Promise<void> {
     const account = await this.read<AccountRecord>(recordName('account', environment.accountId));
     if (!account || account.record.id !== environment.accountId) {

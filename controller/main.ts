@@ -20,6 +20,8 @@ import { RemotingHub } from './remoting-hub.ts';
 import { API_PREFIX, createApiServer } from './server.ts';
 import type { ControllerStore } from './store.ts';
 import type { ShareRegistry } from './share-registry.ts';
+import { createConsole, type ConsoleOptions } from './console/console.ts';
+import type { ConsoleSources } from './console/views.ts';
 import { tunnelOperations, type TunnelOffer } from './tunnel-api.ts';
 
 export interface ControllerOptions {
@@ -40,7 +42,15 @@ export interface ControllerOptions {
     /** The tunnel endpoint also answers on the API listener, so agents need to reach only the API host. */
     readonly onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
   };
+  /** The web console under `/console` (controller/console); none without it. */
+  readonly console?: ControllerConsole;
 }
+
+/** What the console needs beyond the controller's own parts. */
+export interface ControllerConsole
+  extends
+    Pick<ConsoleOptions, 'config' | 'sealer' | 'providers'>,
+    Pick<ConsoleSources, 'traffic' | 'presence' | 'replicas'> {}
 
 export interface RunningController {
   readonly port: number;
@@ -68,26 +78,45 @@ export async function startController(options: ControllerOptions): Promise<Runni
     tunnel?.frontendCredential !== undefined
       ? new FrontendApi({ registry: tunnel.registry, credential: tunnel.frontendCredential, logger })
       : undefined;
+  const apiOperations = operations({
+    store,
+    logger,
+    ...(hub && options.agentController ? { remoting: { hub, identity: options.agentController.identity } } : {}),
+    ...(options.tunnel ? { registry: options.tunnel.registry } : {}),
+  });
+  const openapi = openApi();
+  const bound = { port: 0 };
+  const host = settings.listen.host === '0.0.0.0' ? '127.0.0.1' : settings.listen.host;
+  const webConsole = options.console
+    ? consoleOf(options.console, {
+        sources: {
+          store,
+          operations: apiOperations,
+          ...(hub ? { hub } : {}),
+          ...(tunnel ? { registry: tunnel.registry } : {}),
+        },
+        openapi,
+        logger,
+        listenHost: settings.listen.host,
+        origin: () => new URL(`http://${formatAddress({ host, port: bound.port })}`),
+      })
+    : undefined;
   const server = createApiServer({
     store,
     logger,
-    openapi: openApi(),
-    operations: operations({
-      store,
-      logger,
-      ...(hub && options.agentController ? { remoting: { hub, identity: options.agentController.identity } } : {}),
-      ...(options.tunnel ? { registry: options.tunnel.registry } : {}),
-    }),
+    openapi,
+    operations: apiOperations,
     environmentOperations: tunnelOperations(options.tunnel),
     maxBodyBytes: settings.maxBodyBytes,
     live: liveness.live,
     ...(hub ? { hub } : {}),
     ...(frontendApi ? { frontendApi } : {}),
     ...(options.tunnel?.onUpgrade ? { onUpgrade: options.tunnel.onUpgrade } : {}),
+    ...(webConsole ? { console: webConsole } : {}),
   });
   await listen(server, settings.listen, 'controller');
   const port = portOf(server);
-  const host = settings.listen.host === '0.0.0.0' ? '127.0.0.1' : settings.listen.host;
+  bound.port = port;
   const apiUrl = `http://${formatAddress({ host, port })}${API_PREFIX}`;
   if (options.agentController) {
     logger.info({ zId: options.agentController.zId, apiUrl }, 'controller ready; agent remoting enabled');
@@ -104,6 +133,27 @@ export async function startController(options: ControllerOptions): Promise<Runni
       await store.close();
     },
   };
+}
+
+/** The console over the controller's parts; its origin is `console.public_url` when set. */
+function consoleOf(
+  given: ControllerConsole,
+  parts: Pick<ConsoleOptions, 'openapi' | 'logger' | 'listenHost' | 'origin'> & { sources: ConsoleSources },
+) {
+  const { publicUrl } = given.config;
+  return createConsole({
+    ...parts,
+    config: given.config,
+    sealer: given.sealer,
+    ...(given.providers ? { providers: given.providers } : {}),
+    sources: {
+      ...parts.sources,
+      ...(given.traffic ? { traffic: given.traffic } : {}),
+      ...(given.presence ? { presence: given.presence } : {}),
+      ...(given.replicas ? { replicas: given.replicas } : {}),
+    },
+    origin: publicUrl ? () => publicUrl : parts.origin,
+  });
 }
 
 /**

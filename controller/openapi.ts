@@ -3,6 +3,7 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.
 import { parse as parseYaml } from 'yaml';
 import { MEDIA_TYPE } from '../lib/api-client.ts';
 import { problem, problemText, type Problem, type Result } from '../lib/errors.ts';
+import { apiError } from './errors.ts';
 
 const OPENAPI_PATH = new URL('./openapi.yaml', import.meta.url);
 
@@ -127,4 +128,17 @@ function describeErrors(errors: readonly ErrorObject[]): Problem[] {
     }
   }
   return [...found.values()];
+}
+
+/**
+ * `body` checked against the OpenAPI document's request schema of `opPath`: 422 `invalid_request`
+ * listing every problem otherwise. The API and the console's forms go through this one check.
+ */
+export function checkedBody(openapi: OpenApi, opPath: string, body: object): Record<string, unknown> {
+  const checked = openapi.validateRequest(opPath, body);
+  if (!checked.ok) {
+    const { problems } = checked;
+    throw apiError('invalid_request', `invalid request body: ${problems.map(problemText).join('; ')}`, { problems });
+  }
+  return body as Record<string, unknown>;
 }

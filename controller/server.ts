@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { REMOTING_PATH } from '../lib/remoting/protocol.ts';
-import { errorText, problemText } from '../lib/errors.ts';
+import { errorText } from '../lib/errors.ts';
 import { answerHealth, type Readiness } from '../lib/health.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createServer } from '../lib/node-http.ts';
@@ -9,8 +9,9 @@ import { notConfigured, type Body, type Operation } from './api.ts';
 import { apiError, errorBody } from './errors.ts';
 import { isFrontendPath, isRegistryPoll, type FrontendApi } from './frontend-api.ts';
 import { MEDIA_TYPE } from '../lib/api-client.ts';
-import type { OpenApi } from './openapi.ts';
+import { checkedBody, type OpenApi } from './openapi.ts';
 import type { RemotingHub } from './remoting-hub.ts';
+import type { Console } from './console/console.ts';
 import { storeReadiness } from './readiness.ts';
 import { hashesMatch, parseToken } from './secrets.ts';
 import type { AccountRecord, ControllerStore, EnvironmentRecord } from './store.ts';
@@ -34,6 +35,8 @@ export interface ApiServerOptions {
   readonly onUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
   /** `/healthz`: fails while the controller is wedged (controller/liveness.ts); always ok without it. */
   readonly live?: () => Readiness;
+  /** The web console under `/console` (controller/console). */
+  readonly console?: Console;
 }
 
 /**
@@ -79,6 +82,7 @@ export function createApiServer(options: ApiServerOptions): Server {
     path: string,
     noteAccount: (id: string) => void,
   ): Promise<void> {
+    if (options.console?.owns(path)) return options.console.handle(req, res, path);
     if (path === OPENAPI_JSON_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(openapiJson) });
       res.end(req.method === 'HEAD' ? undefined : openapiJson);
@@ -142,12 +146,7 @@ export function createApiServer(options: ApiServerOptions): Server {
     if (!body || typeof body !== 'object' || Array.isArray(body)) {
       throw apiError('malformed_json', 'the request body must be a JSON object');
     }
-    const checked = options.openapi.validateRequest(opPath, body);
-    if (!checked.ok) {
-      const { problems } = checked;
-      throw apiError('invalid_request', `invalid request body: ${problems.map(problemText).join('; ')}`, { problems });
-    }
-    return body as Body;
+    return checkedBody(options.openapi, opPath, body);
   }
 
   async function authenticate(header: string | string[] | undefined): Promise<AccountRecord> {

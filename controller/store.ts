@@ -43,6 +43,8 @@ export interface ControllerStore {
   createAccount(account: AccountRecord): Promise<void>;
   getAccount(id: string): Promise<AccountRecord | undefined>;
   findAccountByEmail(email: string): Promise<AccountRecord | undefined>;
+  /** Every account (the console's admin view), oldest first. */
+  listAccounts(): Promise<AccountRecord[]>;
 
   /** Fails with `not_found` when the account does not exist, `conflict` when the envZId does. */
   createEnvironment(environment: EnvironmentRecord): Promise<void>;

@@ -53,7 +53,7 @@ describe('parseServeConfig', () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).problems.map(problemText)).toEqual([
-      'datadir: unknown field (known: data_dir, frontend, oauth, controller, agent_controller, tunnel)',
+      'datadir: unknown field (known: data_dir, frontend, oauth, controller, agent_controller, tunnel, console)',
       'frontend.colour: unknown field (known: listen, domain, endpoint_url, metrics_listen)',
       'frontend.listen: must be ip:port (for example 0.0.0.0:8080), got "nowhere"',
       'frontend.domain: must be a DNS domain such as share.example.com, got "bad_domain!"',

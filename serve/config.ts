@@ -4,6 +4,7 @@ import { readFrontendSections, type FrontendSection } from '../lib/config/fronte
 import { readTunnelLimits } from '../lib/config/tunnel.ts';
 import { readControllerSections, type AgentControllerConfig, type ControllerSettings } from '../controller/config.ts';
 import type { TunnelLimits } from '../lib/tunnel/protocol.ts';
+import { readConsoleConfig, type ConsoleConfig } from '../controller/console/config.ts';
 
 /** Settings of `svc serve` (docs/agent.md, "Configuration"). */
 export interface ServeConfig {
@@ -14,9 +15,11 @@ export interface ServeConfig {
   readonly controller?: { readonly settings: ControllerSettings; readonly agentController?: AgentControllerConfig };
   /** Limits of the installation's tunnels (`svc controller` with a frontend; unused by svc serve). */
   readonly tunnel?: TunnelLimits;
+  /** The installation's web console on the API host: read with a controller section (the installation). */
+  readonly console?: ConsoleConfig;
 }
 
-const TOP_KEYS = ['data_dir', 'frontend', 'oauth', 'controller', 'agent_controller', 'tunnel'];
+const TOP_KEYS = ['data_dir', 'frontend', 'oauth', 'controller', 'agent_controller', 'tunnel', 'console'];
 
 /** The `svc serve` flags that take part in validation (`--data-dir` only chooses a folder). */
 export interface ServeFlags {
@@ -54,8 +57,12 @@ export function parseServeConfig(doc: unknown, flags: ServeFlags = {}, path?: st
   const withController = top.controller !== undefined || top.agent_controller !== undefined;
   const sections = withController ? readControllerSections(r, top, path) : undefined;
   const tunnel = top.tunnel !== undefined ? readTunnelLimits(r, top.tunnel) : undefined;
+  const console = withController ? readConsoleConfig(r, top.console) : undefined;
+  if (!withController && top.console !== undefined)
+    r.problem('console', 'needs a controller section (the installation)');
   r.finish(source);
   return {
+    ...(console ? { console } : {}),
     ...(dataDir ? { dataDir } : {}),
     frontend,
     ...(oauth ? { oauth } : {}),

@@ -67,20 +67,23 @@ function devKeys(dataDir: string): { signing_key: string; encryption_key: string
 /**
  * `--dev`: starts the bundled development identity provider on a free loopback port and returns the
  * ready OAuth section for a frontend at `listen`. `endpoint()` names the frontend's public URL once
- * it listens (the provider's redirect URI names the bound port, which port 0 only reveals then).
+ * it listens (the provider's redirect URI names the bound port, which port 0 only reveals then);
+ * `consoleCallback()` the installation console's redirect URI, once the API listens.
  */
 export async function startDevLogin(
   dataDir: string,
   listen: ListenAddress,
   domain: string,
   endpoint: () => URL | undefined,
+  consoleCallback: () => string | undefined = () => undefined,
 ): Promise<{ oauth: OAuthConfig; loginUrl: string; close(): Promise<void> }> {
   const { startDevIdentityProvider } = await import('../sidecar/dev-idp.ts');
   const idp = await startDevIdentityProvider({
     port: 0,
     redirectUris: () => {
       const bound = endpoint();
-      return bound ? [new URL(`/${DEV_PROVIDER}/auth/callback`, bound).href] : [];
+      const console = consoleCallback();
+      return [...(bound ? [new URL(`/${DEV_PROVIDER}/auth/callback`, bound).href] : []), ...(console ? [console] : [])];
     },
   });
   return { oauth: devOAuthConfig(dataDir, listen, domain, idp), loginUrl: idp.issuer.href, close: () => idp.close() };

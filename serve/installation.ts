@@ -10,7 +10,12 @@ import { ShareRegistry, quarantineFor } from '../controller/share-registry.ts';
 import type { RunningFrontend } from '../sidecar/frontend.ts';
 import { startTunnelFrontend } from '../sidecar/tunnel/public-frontend.ts';
 import { loadServeConfig } from './config.ts';
-import { startDevLogin } from './dev.ts';
+import { ConfigReader } from '../lib/config-reader.ts';
+import { readConsoleConfig } from '../controller/console/config.ts';
+import { consoleProviders, consoleSealer } from './console-sign-in.ts';
+import { ShareTraffic } from '../lib/share/traffic.ts';
+import { EnvironmentPresence } from '../lib/tunnel/presence.ts';
+import { DEV_PROVIDER, startDevLogin } from './dev.ts';
 
 export interface InstallationOptions {
   readonly config: string;
@@ -42,10 +47,19 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
   const dataDir = resolveDataDir(options.dataDir, config.dataDir);
   const store = new ControllerFileStore(dataDir);
   const { domain } = config.frontend;
-  const bound: { endpoint?: URL } = {};
+  const bound: { endpoint?: URL; api?: URL } = {};
   let oauth = config.oauth;
   const dev = options.dev
-    ? await startDevLogin(dataDir, config.frontend.listen, domain, () => bound.endpoint)
+    ? await startDevLogin(
+        dataDir,
+        config.frontend.listen,
+        domain,
+        () => bound.endpoint,
+        () => {
+          const origin = config.console?.publicUrl ?? bound.api;
+          return origin && new URL(`/console/oauth/${DEV_PROVIDER}/callback`, origin).href;
+        },
+      )
     : undefined;
   if (dev) {
     if (oauth) throw badInput('--dev brings its own oauth section: remove oauth from the config file or drop --dev');
@@ -54,7 +68,11 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
   const registry = await ShareRegistry.open(store, oauth?.providers.map((p) => p.name) ?? [], logger, {
     quarantineMs: quarantineFor(oauth?.sessionLifetimeMs),
   });
+  const traffic = new ShareTraffic();
+  const presence = new EnvironmentPresence();
   const tunnelFrontend = await startTunnelFrontend({
+    traffic,
+    presence,
     directory: registry,
     limits: config.tunnel ?? DEFAULT_TUNNEL_LIMITS,
     listen: config.frontend.listen,
@@ -78,6 +96,18 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
       ...(config.controller.agentController ? { agentController: config.controller.agentController } : {}),
       store,
       logger,
+      console: {
+        config: config.console ?? readConsoleConfig(new ConfigReader(), undefined),
+        sealer: consoleSealer(oauth),
+        ...(oauth ? { providers: consoleProviders(oauth) } : {}),
+        traffic,
+        presence,
+        // One process holds every tunnel: the installation is its only frontend replica.
+        replicas: () =>
+          Promise.resolve([
+            { name: `this process (${frontend.endpointUrl.host})`, environments: endpoint.connected() },
+          ]),
+      },
       tunnel: {
         registry,
         // Relative: the agent dials the host it already reaches, the API's. The frontend's endpoint
@@ -91,6 +121,7 @@ export async function startInstallation(options: InstallationOptions, logger: Lo
     await dev?.close();
     throw err;
   }
+  bound.api = new URL(controller.apiUrl);
   logger.info({ frontend: frontend.endpointUrl.origin, api: controller.apiUrl }, 'installation ready');
   return {
     controller,
@@ -115,6 +146,7 @@ export async function runInstallation(options: InstallationOptions): Promise<voi
       `  api:       ${running.controller.apiUrl}`,
       `  frontend:  listening on port ${running.frontend.port}; endpoint ${endpoint.origin}`,
       `  tunnels:   ${tunnelUrl(running.controller.apiUrl, TUNNEL_PATH)} and ${tunnelUrl(endpoint, TUNNEL_PATH)}`,
+      `  console:   ${new URL('/console', running.controller.apiUrl).href}`,
       '',
     ].join('\n'),
   );

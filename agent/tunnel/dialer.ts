@@ -1,4 +1,6 @@
 import type { IncomingMessage } from 'node:http';
+import { AGENT_VERSION_HEADER } from '../../lib/tunnel/presence.ts';
+import { SVC_VERSION } from '../../lib/version.ts';
 import type { Http2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
@@ -62,7 +64,7 @@ export class Dialer extends ReconnectingSocket {
     const { url, token, logger } = this.options;
     const { name } = this;
     const socket = new WebSocket(url, {
-      headers: { [ENVIRONMENT_TOKEN_HEADER]: token },
+      headers: { [ENVIRONMENT_TOKEN_HEADER]: token, [AGENT_VERSION_HEADER]: SVC_VERSION },
       maxPayload: MAX_FRAME_MESSAGE_BYTES,
       perMessageDeflate: false,
       handshakeTimeout: 10_000,

@@ -11,6 +11,7 @@ import { forwardStream, rejectSocket } from '../../lib/tunnel/forward.ts';
 import { refuseTcpStream } from '../../lib/tunnel/tcp-relay.ts';
 import { ConnectionCounter } from './connection-counter.ts';
 import { watchTunnel } from '../../lib/tunnel/liveness.ts';
+import { AGENT_VERSION_HEADER, type EnvironmentPresence } from '../../lib/tunnel/presence.ts';
 import { webSocketDuplex } from '../../lib/tunnel/ws-duplex.ts';
 import {
   ACCESS_PATH,
@@ -33,6 +34,8 @@ export interface TunnelEndpointOptions {
   readonly locator: TunnelLocator;
   readonly limits: TunnelLimits;
   readonly logger: Logger;
+  /** Records which environments hold a tunnel here, for the installation's console. */
+  readonly presence?: EnvironmentPresence;
 }
 
 /** How long an accepted tunnel may take to send its HTTP/2 SETTINGS. */
@@ -83,7 +86,9 @@ export class TunnelEndpoint {
       (identity) => {
         if (!identity) return refuse('the environment token is not valid (forged, foreign or revoked)');
         this.wss.handleUpgrade(req, socket, head, (ws) =>
-          path === TUNNEL_PATH ? this.acceptTunnel(ws, identity, peer) : this.acceptAccess(ws, identity, peer),
+          path === TUNNEL_PATH
+            ? this.acceptTunnel(ws, identity, peer, req.headers[AGENT_VERSION_HEADER])
+            : this.acceptAccess(ws, identity, peer),
         );
       },
       (err: unknown) => {
@@ -92,6 +97,11 @@ export class TunnelEndpoint {
       },
     );
     return true;
+  }
+
+  /** The environments whose tunnels this endpoint's locator holds here. */
+  connected(): string[] {
+    return this.options.locator.connected();
   }
 
   close(): void {
@@ -104,8 +114,13 @@ export class TunnelEndpoint {
     this.wss.close();
   }
 
-  private acceptTunnel(ws: WebSocket, identity: EnvironmentIdentity, peer: string | undefined): void {
-    const { limits, locator, logger } = this.options;
+  private acceptTunnel(
+    ws: WebSocket,
+    identity: EnvironmentIdentity,
+    peer: string | undefined,
+    version: string | string[] | undefined,
+  ): void {
+    const { limits, locator, logger, presence } = this.options;
     const { envZId } = identity;
     const duplex = webSocketDuplex(ws);
     duplex.on('error', () => undefined);
@@ -136,6 +151,7 @@ export class TunnelEndpoint {
         return;
       }
       attached = true;
+      presence?.connected(envZId, version);
       logger.info({ envZId, peer, tunnel: tunnel.id }, 'tunnel: agent connected');
     });
     session.on('error', (err) => logger.warn({ envZId, err: errorText(err) }, 'tunnel: session error'));
@@ -148,6 +164,7 @@ export class TunnelEndpoint {
       session.destroy();
       if (!attached) return;
       locator.detach(envZId, tunnel);
+      presence?.disconnected(envZId);
       logger.info({ envZId, tunnel: tunnel.id }, 'tunnel: agent disconnected');
     });
   }

@@ -4,6 +4,8 @@ import type { ListenAddress } from '../../lib/listen.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { ShareDirectory } from '../../lib/tunnel/directory.ts';
 import type { TunnelLimits } from '../../lib/tunnel/protocol.ts';
+import type { EnvironmentPresence } from '../../lib/tunnel/presence.ts';
+import type { ShareTraffic } from '../../lib/share/traffic.ts';
 import { startFrontend, type RunningFrontend } from '../frontend.ts';
 import type { PublicFrontendConfig } from './public-frontend-config.ts';
 import { RemoteShareDirectory } from './remote-directory.ts';
@@ -24,6 +26,10 @@ export interface TunnelFrontendOptions {
   readonly metricsListen?: ListenAddress;
   readonly ready?: () => Readiness;
   readonly logger: Logger;
+  /** Per-share request counters (the installation's console reads them). */
+  readonly traffic?: ShareTraffic;
+  /** Which environments hold a tunnel here (the installation's console reads it). */
+  readonly presence?: EnvironmentPresence;
 }
 
 export interface RunningTunnelFrontend {
@@ -58,9 +64,9 @@ export async function chooseLocator(config: PublicFrontendConfig, logger: Logger
  * from the controller's API.
  */
 export async function startTunnelFrontend(options: TunnelFrontendOptions): Promise<RunningTunnelFrontend> {
-  const { directory, limits, logger } = options;
+  const { directory, limits, logger, traffic, presence } = options;
   const locator: ClosableLocator = options.locator ?? new LocalTunnels(limits.maxTunnelsPerEnvironment);
-  const endpoint = new TunnelEndpoint({ directory, locator, limits, logger });
+  const endpoint = new TunnelEndpoint({ directory, locator, limits, logger, ...(presence ? { presence } : {}) });
   let frontend: RunningFrontend;
   try {
     frontend = await startFrontend({
@@ -68,7 +74,7 @@ export async function startTunnelFrontend(options: TunnelFrontendOptions): Promi
       endpointUrl: options.endpointUrl,
       domain: options.domain,
       ...(options.oauth ? { oauth: options.oauth } : {}),
-      shares: tunnelledShares({ directory, locator, limits, logger }),
+      shares: tunnelledShares({ directory, locator, limits, logger, ...(traffic ? { traffic } : {}) }),
       logger,
       onUpgrade: (req, socket, head) => endpoint.handleUpgrade(req, socket, head),
       ...(options.metricsListen ? { metricsListen: options.metricsListen } : {}),

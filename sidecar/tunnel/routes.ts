@@ -8,6 +8,7 @@ import { DEFAULT_CHECK_INTERVAL, type ShareRoute } from '../../lib/share/spec.ts
 import type { PublishedShare, ShareDirectory } from '../../lib/tunnel/directory.ts';
 import { forwardRequest, forwardUpgrade, rejectSocket, type ForwardFailure } from '../../lib/tunnel/forward.ts';
 import type { TunnelLimits } from '../../lib/tunnel/protocol.ts';
+import type { ShareTraffic } from '../../lib/share/traffic.ts';
 import { sendPage } from '../pages.ts';
 import type { TunnelLocator } from './locator.ts';
 
@@ -16,6 +17,8 @@ export interface TunnelledSharesOptions {
   readonly locator: TunnelLocator;
   readonly limits: TunnelLimits;
   readonly logger: Logger;
+  /** Per-share request counters for the installation's console; nothing is counted without it. */
+  readonly traffic?: ShareTraffic;
 }
 
 const DEFAULT_CHECK_INTERVAL_MS = parseDuration(DEFAULT_CHECK_INTERVAL) ?? 3 * 3_600_000;
@@ -43,7 +46,7 @@ function page(res: ServerResponse, kind: ForwardFailure | 'offline'): void {
  * Private shares are never routed here; they are reached only through an access (endpoint.ts).
  */
 export function tunnelledShares(options: TunnelledSharesOptions): ShareSource {
-  const { directory, locator, limits, logger } = options;
+  const { directory, locator, limits, logger, traffic } = options;
   const routes = new WeakMap<PublishedShare, ShareRoute>();
 
   const routeOf = (entry: PublishedShare): ShareRoute => {
@@ -56,6 +59,7 @@ export function tunnelledShares(options: TunnelledSharesOptions): ShareSource {
         setCookie: string | undefined,
         cookies?: ShareCookies,
       ) => {
+        traffic?.track(entry.token, req, res);
         const target = locator.find(entry.envZId);
         if (!target) return page(res, 'offline');
         forwardRequest(req, res, target, {

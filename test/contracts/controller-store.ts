@@ -76,6 +76,7 @@ export function runStoreContract(name: string, makeStore: () => Promise<StoreUnd
         'envbbbbbbbbb',
       ]);
       expect(await store.listEnvironments('acctnobodyxx')).toEqual([]);
+      expect((await store.listAccounts()).map((a) => a.id).sort()).toEqual(['acctdddddddd', 'accteeeeeeee']);
       await expect(store.createEnvironment(environment('envddddddddd', 'acctnobodyxx'))).rejects.toMatchObject({
         code: 'not_found',
       });

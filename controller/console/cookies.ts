@@ -1,0 +1,35 @@
+import type { IncomingMessage } from 'node:http';
+
+/**
+ * The console's cookies: host-only (no Domain), `Path=/`, HttpOnly, SameSite=Strict, and Secure
+ * when the console is served over https (then with the `__Host-` prefix, which browsers accept only
+ * with exactly those attributes).
+ */
+export interface ConsoleCookie {
+  readonly name: string;
+  read(req: IncomingMessage): string | undefined;
+  set(value: string, maxAgeSeconds: number): string;
+  clear(): string;
+}
+
+export function consoleCookie(baseName: string, secure: boolean): ConsoleCookie {
+  const name = secure ? `__Host-${baseName}` : baseName;
+  const serialize = (value: string, maxAge: number) =>
+    [`${name}=${value}`, 'Path=/', `Max-Age=${Math.max(0, Math.floor(maxAge))}`, 'HttpOnly', 'SameSite=Strict']
+      .concat(secure ? ['Secure'] : [])
+      .join('; ');
+  return {
+    name,
+    read: (req) => {
+      // Exactly one cookie of the name: a second one was planted by someone else (another host's script).
+      const values = (req.headers.cookie ?? '')
+        .split(';')
+        .map((pair) => pair.trim())
+        .filter((pair) => pair.startsWith(`${name}=`))
+        .map((pair) => pair.slice(name.length + 1));
+      return values.length === 1 && values[0] !== '' ? values[0] : undefined;
+    },
+    set: (value, maxAgeSeconds) => serialize(value, maxAgeSeconds),
+    clear: () => serialize('', 0),
+  };
+}
