@@ -128,6 +128,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     apiUrl,
     close: async () => {
       hub?.close();
+      webConsole?.close();
       tunnel?.registry.revisions.close();
       await closeServer(server);
       await store.close();

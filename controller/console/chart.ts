@@ -1,5 +1,5 @@
 import { trafficTotals, type TrafficMinute } from '../../lib/share/traffic.ts';
-import { html, type Html } from './web/html.ts';
+import { html, type Html } from '../../lib/web/html.ts';
 
 const WIDTH = 240;
 const HEIGHT = 48;
@@ -41,6 +41,7 @@ export function trafficChart(minutes: readonly TrafficMinute[]): Html {
   const line = bytes.map((b, i) => `${(i * slot + slot / 2).toFixed(1)},${y(b, maxBytes).toFixed(1)}`).join(' ');
   const totals = trafficTotals(minutes);
   return html`<svg
+    xmlns="http://www.w3.org/2000/svg"
     class="chart"
     viewBox="0 0 ${WIDTH} ${HEIGHT}"
     width="${WIDTH}"

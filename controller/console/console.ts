@@ -1,24 +1,26 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorText } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
+import { KIT_ASSETS, StaticAssets } from '../../lib/web/assets.ts';
+import { loopbackHosts, OriginCheck } from '../../lib/web/origin.ts';
+import { CsrfTokens } from '../../lib/web/session.ts';
 import { errorBody } from '../errors.ts';
 import type { OpenApi } from '../openapi.ts';
 import type { AccountRecord } from '../store.ts';
 import { FORM_OPERATIONS, runForm } from './actions.ts';
 import type { ConsoleConfig } from './config.ts';
 import { consoleCookie } from './cookies.ts';
-import { hostGuard, sameOrigin } from './guard.ts';
-import { liveUpdates } from './live.ts';
+import { readFields } from './fields.ts';
+import { LiveUpdates } from './live.ts';
 import { OAuthSignIn, type ConsoleProviders } from './oauth-sign-in.ts';
-import { adminPage, dashboardPage, messagePage, type Notice } from './pages.ts';
-import { ConsoleSessions, sameSecret, type ConsoleSealer, type ConsoleSession } from './session.ts';
+import { adminPage, ASSET_BASE, dashboardPage, messagePage, type Notice, type Viewer } from './pages.ts';
+import { refuse, seeOther, sendPage } from './respond.ts';
+import { ConsoleSessions, type ConsoleSealer, type ConsoleSession } from './session.ts';
 import { SignIn } from './sign-in.ts';
 import { accountView, adminView, type ConsoleSources } from './views.ts';
-import { serveAsset } from './web/assets.ts';
-import { readForm as readFormOf } from './web/form.ts';
-import { seeOther, sendHtml, sendText } from './web/headers.ts';
 
 export const CONSOLE_PREFIX = '/console';
+const CONSOLE_ASSETS = new URL('./web/assets', import.meta.url).pathname;
 
 export interface ConsoleOptions {
   readonly sources: ConsoleSources;
@@ -30,7 +32,7 @@ export interface ConsoleOptions {
   readonly providers?: ConsoleProviders;
   /** The console's origin: `console.public_url`, else the API's bound address (known once it listens). */
   readonly origin: () => URL;
-  /** The API listener's host: on loopback only loopback Host names are answered. */
+  /** The API listener's host: its own `host:port` is answered besides the loopback names and the public URL's. */
   readonly listenHost: string;
   readonly logger: Logger;
 }
@@ -39,117 +41,137 @@ export interface ConsoleOptions {
 export interface Console {
   owns(path: string): boolean;
   handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>;
+  close(): void;
 }
 
 /**
- * The console: server-rendered pages under `/console` on the API listener. Every request passes the
- * Host check; every page but sign-in needs a session; every POST carries the session's CSRF token
- * from the same origin; every operation is the API's own (controller/operations), after the same
- * OpenAPI check. An account sees only its own environments; the admin view needs an admin session.
+ * The console: server-rendered pages under `/console` on the API listener, built on the page kit
+ * (lib/web). Every request passes the Host check (DNS rebinding); every page but sign-in needs a
+ * session; every POST carries the session's CSRF token and its own Origin; every operation is the
+ * API's own (controller/operations) after the same OpenAPI check. An account sees only its own
+ * environments; the admin view needs an admin session.
  */
 export function createConsole(options: ConsoleOptions): Console {
   const { config, sources, logger } = options;
-  const secure = () => options.origin().protocol === 'https:';
-  const sessions = new ConsoleSessions(options.sealer, { secure: secure(), lifetimeMs: config.sessionLifetimeMs });
+  const secure = options.origin().protocol === 'https:';
+  const sessions = new ConsoleSessions(options.sealer, { secure, lifetimeMs: config.sessionLifetimeMs });
+  const csrf = new CsrfTokens();
+  const assets = new StaticAssets(ASSET_BASE, [KIT_ASSETS, CONSOLE_ASSETS]);
+  const live = new LiveUpdates(sources);
+  let check: OriginCheck | undefined;
+  // Built at the first request: the names include the bound port, which port 0 reveals only then.
+  const origin = () => (check ??= originCheck(options));
   const oauth =
     options.providers && config.oauthSignIn
-      ? new OAuthSignIn(options.providers, options.sealer, options.origin, secure())
+      ? new OAuthSignIn(options.providers, options.sealer, options.origin, secure)
       : undefined;
-  const signIn = new SignIn({
-    sources,
-    sessions,
-    oauth,
-    admins: config.admins,
-    formCookie: consoleCookie('svc-console-form', secure()),
-    logger,
-  });
-  const hostAllowed = hostGuard({
-    ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
-    listenHost: options.listenHost,
-    port: () => Number(options.origin().port),
-  });
+  const formCookie = consoleCookie('svc-console-form', secure);
+  const signIn = new SignIn({ sources, sessions, oauth, admins: config.admins, formCookie, csrf, origin, logger });
   const providerNames = oauth?.providers.names ?? [];
 
   const accountOf = async (session: ConsoleSession): Promise<AccountRecord | undefined> =>
     session.accountId ? sources.store.getAccount(session.accountId) : undefined;
+  const viewerOf = (session: ConsoleSession): Viewer => ({
+    email: session.email,
+    admin: session.admin,
+    csrf: csrf.token(session.id),
+  });
 
   const dashboard = async (res: ServerResponse, session: ConsoleSession, status: number, notice?: Notice) => {
     const account = await accountOf(session);
     const views = account ? await accountView(sources, account) : [];
-    sendHtml(res, status, dashboardPage(session, views, providerNames, notice));
+    sendPage(res, status, dashboardPage(viewerOf(session), views, providerNames, notice));
   };
 
   const operate = async (req: IncomingMessage, res: ServerResponse, path: string, session: ConsoleSession) => {
-    const fields = await readFormOf(req);
-    if (!sameSecret(fields.get('csrf'), session.csrf)) {
-      return sendHtml(
-        res,
-        403,
-        messagePage(
-          'Refused',
-          'The form does not carry this session’s CSRF token: reload the page and try again.',
-          session,
-        ),
-      );
+    const fields = await readFields(req);
+    if (!csrf.verify(session.id, fields.get('_csrf'))) {
+      const message = 'The form does not carry this session’s CSRF token: reload the page and try again.';
+      return sendPage(res, 403, messagePage('Refused', message, viewerOf(session)));
     }
-    if (path === '/console/signout') return seeOther(res, '/console/signin', { 'set-cookie': sessions.end(session) });
+    if (path === '/console/signout') return seeOther(res, '/console/signin', [sessions.end(session)]);
     const form = FORM_OPERATIONS.get(path);
     const account = await accountOf(session);
-    if (!form || !account)
-      return sendHtml(res, 404, messagePage('Not found', 'There is no such operation for this session.', session));
+    if (!form || !account) {
+      return sendPage(
+        res,
+        404,
+        messagePage('Not found', 'There is no such operation for this session.', viewerOf(session)),
+      );
+    }
     try {
-      await dashboard(res, session, 200, {
-        kind: 'ok',
-        text: await runForm(form, fields, account, options.openapi, sources.operations),
-      });
+      const done = await runForm(form, fields, account, options.openapi, sources.operations);
+      await dashboard(res, session, 200, { kind: 'ok', text: done });
     } catch (err) {
       const { status, body } = errorBody(err);
-      if (status >= 500 && body.code === 'internal_error')
+      if (status >= 500 && body.code === 'internal_error') {
         logger.error({ err: errorText(err), path }, 'console operation failed');
+      }
       await dashboard(res, session, status, { kind: 'error', text: body.message });
     }
   };
 
   const signedIn = async (req: IncomingMessage, res: ServerResponse, path: string, session: ConsoleSession) => {
     if (req.method === 'POST') {
-      if (!sameOrigin(req)) return sendText(res, 403, 'cross-origin form posts are refused');
+      const refused = origin().refuseWrite(req);
+      if (refused) return refuse(res, 403, `refused: ${refused}`);
       return operate(req, res, path, session);
     }
     if (path === '/console' || path === '/console/') return dashboard(res, session, 200);
+    const viewer = viewerOf(session);
     if (path === '/console/admin') {
-      if (!session.admin)
-        return sendHtml(res, 403, messagePage('Not allowed', 'The admin view is for installation operators.', session));
-      return sendHtml(res, 200, adminPage(session, await adminView(sources)));
+      if (!session.admin) {
+        return sendPage(res, 403, messagePage('Not allowed', 'The admin view is for installation operators.', viewer));
+      }
+      return sendPage(res, 200, adminPage(viewer, await adminView(sources)));
     }
-    if (path === '/console/events') return liveUpdates(req, res, sources, await accountOf(session));
-    sendHtml(res, 404, messagePage('Not found', 'There is nothing at this address.', session));
+    const account = await accountOf(session);
+    if (path === '/console/events' && account) return live.attach(req, res, account);
+    sendPage(res, 404, messagePage('Not found', 'There is nothing at this address.', viewer));
   };
 
   const route = async (req: IncomingMessage, res: ServerResponse, path: string) => {
-    if (!hostAllowed(req)) return sendText(res, 421, 'this console answers only at its own address (Host refused)');
-    if (req.method === 'GET' && serveAsset(res, path)) return;
+    const badHost = origin().refuseHost(req);
+    if (badHost) return refuse(res, 421, `this console answers only at its own address: ${badHost}`);
+    if (path === '/') return seeOther(res, CONSOLE_PREFIX);
+    if (assets.handle(req, res, path)) return;
     if (await signIn.handle(req, res, path)) return;
     const session = sessions.read(req);
     if (!session) {
       if (req.method === 'GET' && (path === '/console' || path === '/console/'))
         return seeOther(res, '/console/signin');
-      return sendHtml(res, 401, messagePage('Signed out', 'Sign in to use the console.'));
+      return sendPage(res, 401, messagePage('Signed out', 'Sign in to use the console.'));
     }
-    if (req.method !== 'GET' && req.method !== 'POST') return sendText(res, 405, 'the console answers GET and POST');
+    if (req.method !== 'GET' && req.method !== 'POST') return refuse(res, 405, 'the console answers GET and POST');
     return signedIn(req, res, path, session);
   };
 
   return {
-    owns: (path) => path === CONSOLE_PREFIX || path.startsWith(`${CONSOLE_PREFIX}/`),
+    // `/` leads browsers to the console (the API itself lives under /api/v1).
+    owns: (path) => path === '/' || path === CONSOLE_PREFIX || path.startsWith(`${CONSOLE_PREFIX}/`),
     handle: async (req, res, path) => {
       try {
         await route(req, res, path);
       } catch (err) {
         const { status, body } = errorBody(err);
         if (status >= 500) logger.error({ err: errorText(err), path }, 'console request failed');
-        if (!res.headersSent) sendHtml(res, status, messagePage('Error', body.message));
+        if (!res.headersSent) sendPage(res, status, messagePage('Error', body.message));
         else res.destroy();
       }
     },
+    close: () => live.close(),
   };
+}
+
+/**
+ * The names the console answers to: the public URL's host, the loopback names with the bound port,
+ * and the listener's own address when it is not a wildcard.
+ */
+function originCheck(options: ConsoleOptions): OriginCheck {
+  const bound = options.origin();
+  const port = Number(bound.port) || (bound.protocol === 'https:' ? 443 : 80);
+  const hosts = new Set([bound.host, ...loopbackHosts(port)]);
+  if (options.config.publicUrl) hosts.add(options.config.publicUrl.host);
+  if (!['0.0.0.0', '::'].includes(options.listenHost)) hosts.add(bound.host);
+  return new OriginCheck([...hosts], bound.protocol === 'https:' ? 'https' : 'http');
 }

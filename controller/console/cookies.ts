@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { cookieValue } from '../../lib/web/session.ts';
 
 /**
  * The console's cookies: host-only (no Domain), `Path=/`, HttpOnly, SameSite=Strict, and Secure
@@ -21,13 +22,8 @@ export function consoleCookie(baseName: string, secure: boolean): ConsoleCookie 
   return {
     name,
     read: (req) => {
-      // Exactly one cookie of the name: a second one was planted by someone else (another host's script).
-      const values = (req.headers.cookie ?? '')
-        .split(';')
-        .map((pair) => pair.trim())
-        .filter((pair) => pair.startsWith(`${name}=`))
-        .map((pair) => pair.slice(name.length + 1));
-      return values.length === 1 && values[0] !== '' ? values[0] : undefined;
+      const value = cookieValue(req.headers.cookie, name);
+      return value === '' ? undefined : value;
     },
     set: (value, maxAgeSeconds) => serialize(value, maxAgeSeconds),
     clear: () => serialize('', 0),

@@ -3,7 +3,7 @@ import { trafficTotals } from '../../lib/share/traffic.ts';
 import type { AccountRecord } from '../store.ts';
 import { trafficChart, trafficSummary } from './chart.ts';
 import type { ConsoleSources } from './views.ts';
-import { openEventStream } from './web/sse.ts';
+import { SseHub } from '../../lib/web/sse.ts';
 
 /** How often the stream sends the account's traffic and environment states. */
 export const LIVE_INTERVAL_MS = 5_000;
@@ -30,26 +30,50 @@ export async function liveSnapshot(sources: ConsoleSources, account: AccountReco
 }
 
 /**
- * `/console/events`: server-sent events with the account's live figures, one `update` at once and
- * then every LIVE_INTERVAL_MS while the page is open. Only the signed-in account's shares and
- * environments are ever in it.
+ * `/console/events`: server-sent events (the kit's SseHub, bounded per client) with each listening
+ * account's live figures, sent at once to a new stream and then every LIVE_INTERVAL_MS. Each account
+ * listens on its own topic, so a stream only ever carries the signed-in account's shares and
+ * environments.
  */
-export async function liveUpdates(
-  req: IncomingMessage,
-  res: ServerResponse,
-  sources: ConsoleSources,
-  account: AccountRecord | undefined,
-): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const stream = openEventStream(req, res, () => clearTimeout(timer));
-  if (!account) return;
-  const tick = async () => {
-    try {
-      stream.send('update', await liveSnapshot(sources, account));
-    } catch {
-      // The store did not answer this time: the page keeps its last figures until the next tick.
+export class LiveUpdates {
+  private readonly hub = new SseHub();
+  private readonly accounts = new Map<string, AccountRecord>();
+  private readonly sources: ConsoleSources;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(sources: ConsoleSources) {
+    this.sources = sources;
+    this.timer = setInterval(() => void this.tick(), LIVE_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  async attach(req: IncomingMessage, res: ServerResponse, account: AccountRecord): Promise<void> {
+    const topic = topicOf(account);
+    this.hub.attach(req, res, topic);
+    if (!this.hub.listening(topic)) return;
+    this.accounts.set(account.id, account);
+    await this.send(account);
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+    this.hub.close();
+  }
+
+  private async tick(): Promise<void> {
+    for (const account of this.accounts.values()) {
+      if (!this.hub.listening(topicOf(account))) this.accounts.delete(account.id);
+      else await this.send(account);
     }
-    if (!res.writableEnded && !res.destroyed) timer = setTimeout(() => void tick(), LIVE_INTERVAL_MS);
-  };
-  await tick();
+  }
+
+  private async send(account: AccountRecord): Promise<void> {
+    try {
+      this.hub.publish(topicOf(account), 'update', await liveSnapshot(this.sources, account));
+    } catch {
+      // The store did not answer this time: the pages keep their last figures until the next tick.
+    }
+  }
 }
+
+const topicOf = (account: AccountRecord) => `account:${account.id}`;

@@ -1,9 +1,15 @@
 import { trafficTotals } from '../../lib/share/traffic.ts';
 import { trafficChart, trafficSummary } from './chart.ts';
-import type { ConsoleSession } from './session.ts';
 import type { AdminView, EnvironmentView, ShareView } from './views.ts';
-import { html, safeHref, type Html } from './web/html.ts';
-import { page, type NavItem } from './web/page.ts';
+import { html, safeHref, type Html } from '../../lib/web/html.ts';
+import { page, type NavItem } from '../../lib/web/page.ts';
+
+/** Who looks at a page: the banner shows the email, every form carries the CSRF token. */
+export interface Viewer {
+  readonly email: string;
+  readonly admin: boolean;
+  readonly csrf: string;
+}
 
 /** What happened on the last operation: shown above the environments, announced to screen readers. */
 export interface Notice {
@@ -11,9 +17,9 @@ export interface Notice {
   readonly text: string;
 }
 
-function nav(session: ConsoleSession, current: 'console' | 'admin'): NavItem[] {
+function nav(viewer: Viewer, current: 'console' | 'admin'): NavItem[] {
   const items: NavItem[] = [{ href: '/console', label: 'Environments', current: current === 'console' }];
-  if (session.admin) items.push({ href: '/console/admin', label: 'Admin', current: current === 'admin' });
+  if (viewer.admin) items.push({ href: '/console/admin', label: 'Admin', current: current === 'admin' });
   return items;
 }
 
@@ -24,19 +30,47 @@ function noticeBlock(notice: Notice | undefined): Html {
   </p>`;
 }
 
+/**
+ * The kit's page shell (lib/web/page.ts) with the console's style sheet, its script on live pages,
+ * and the signed-in email with a sign-out button above the content.
+ */
+function consolePage(options: { title: string; main: Html; viewer?: Viewer; nav?: NavItem[]; live?: boolean }): Html {
+  const { viewer } = options;
+  const signOut = viewer
+    ? html`<form class="signout" method="post" action="/console/signout">
+        <span class="who">Signed in as ${viewer.email}</span>
+        <input type="hidden" name="_csrf" value="${viewer.csrf}" />
+        <button type="submit">Sign out</button>
+      </form>`
+    : '';
+  return page({
+    title: options.title,
+    product: 'svc console',
+    main: html`${signOut}${options.main}`,
+    assetBase: ASSET_BASE,
+    styles: ['console.css'],
+    ...(options.nav ? { nav: options.nav } : {}),
+    ...(viewer ? { csrf: viewer.csrf } : {}),
+    ...(options.live ? { scripts: ['console.js'] } : {}),
+  });
+}
+
+/** Where the console's static files (the kit's and its own) are served. */
+export const ASSET_BASE = '/console/assets/';
+
 /** The sign-in page: the account token form and one button per configured provider. */
 export function signInPage(options: { providers: readonly string[]; csrf: string; notice?: Notice }): Html {
   // Links, not forms: the CSP's form-action 'self' would block a form's redirect to the provider.
   const providers = options.providers.map(
     (p) => html`<p><a class="button" href="/console/oauth/${p}/start">Sign in with ${p}</a></p>`,
   );
-  return page({
+  return consolePage({
     title: 'Sign in',
     main: html`${noticeBlock(options.notice)}
       <section aria-labelledby="by-token">
         <h2 id="by-token">With your account token</h2>
         <form method="post" action="/console/signin" class="stack">
-          <input type="hidden" name="csrf" value="${options.csrf}" />
+          <input type="hidden" name="_csrf" value="${options.csrf}" />
           <label for="token">Account token (svca_…)</label>
           <input id="token" name="token" type="password" autocomplete="off" required />
           <button type="submit">Sign in</button>
@@ -54,10 +88,10 @@ export function signInPage(options: { providers: readonly string[]; csrf: string
 }
 
 /** A plain page for an outcome without a session (refused sign-in, not found). */
-export function messagePage(title: string, message: string, session?: ConsoleSession): Html {
-  return page({
+export function messagePage(title: string, message: string, viewer?: Viewer): Html {
+  return consolePage({
     title,
-    ...(session ? { nav: nav(session, 'console'), user: { email: session.email, csrf: session.csrf } } : {}),
+    ...(viewer ? { viewer, nav: nav(viewer, 'console') } : {}),
     main: html`<p class="notice error" role="alert">${message}</p>
       <p><a href="/console">Back to the console</a></p>`,
   });
@@ -83,7 +117,7 @@ export function signedInPage(): Html {
 
 /** The account's environments, shares, accesses and traffic, with the forms of each operation. */
 export function dashboardPage(
-  session: ConsoleSession,
+  viewer: Viewer,
   environments: readonly EnvironmentView[],
   providers: readonly string[],
   notice?: Notice,
@@ -91,17 +125,17 @@ export function dashboardPage(
   const body =
     environments.length === 0
       ? html`<p>No environments yet: run <code>svc enable &lt;account token&gt;</code> on a machine.</p>`
-      : environments.map((env) => environmentSection(session, env, providers));
-  return page({
+      : environments.map((env) => environmentSection(viewer, env, providers));
+  return consolePage({
     title: 'Environments',
-    nav: nav(session, 'console'),
-    user: { email: session.email, csrf: session.csrf },
+    viewer,
+    nav: nav(viewer, 'console'),
     live: true,
     main: html`${noticeBlock(notice)}${body}`,
   });
 }
 
-function environmentSection(session: ConsoleSession, env: EnvironmentView, providers: readonly string[]): Html {
+function environmentSection(viewer: Viewer, env: EnvironmentView, providers: readonly string[]): Html {
   const { envZId } = env.record;
   const name = env.record.description || env.record.host || envZId;
   return html`<section class="env" id="env-${envZId}" aria-labelledby="env-${envZId}-h">
@@ -127,7 +161,7 @@ function environmentSection(session: ConsoleSession, env: EnvironmentView, provi
       <dd>${env.remote ? 'available' : (env.agentProblem ?? 'unavailable')}</dd>
     </dl>
     <h3>Shares</h3>
-    ${env.shares.length === 0 ? html`<p>No shares.</p>` : sharesTable(session, env, env.shares)}
+    ${env.shares.length === 0 ? html`<p>No shares.</p>` : sharesTable(viewer, env, env.shares)}
     <h3>Accesses</h3>
     ${
       env.accesses.length === 0
@@ -152,11 +186,11 @@ function environmentSection(session: ConsoleSession, env: EnvironmentView, provi
             </tbody>
           </table>`
     }
-    ${env.remote ? createShareForm(session, envZId, providers) : ''}
+    ${env.remote ? createShareForm(viewer, envZId, providers) : ''}
   </section>`;
 }
 
-function sharesTable(session: ConsoleSession, env: EnvironmentView, shares: readonly ShareView[]): Html {
+function sharesTable(viewer: Viewer, env: EnvironmentView, shares: readonly ShareView[]): Html {
   const rows = shares.map((s) => {
     const summary = trafficSummary(trafficTotals(s.traffic));
     return html`<tr data-share="${s.token}">
@@ -167,7 +201,7 @@ function sharesTable(session: ConsoleSession, env: EnvironmentView, shares: read
         <div class="traffic" data-chart="${s.token}">${trafficChart(s.traffic)}</div>
         <span class="summary" data-summary="${s.token}">${summary}</span>
       </td>
-      <td>${env.remote ? shareActions(session, env.record.envZId, s) : ''}</td>
+      <td>${env.remote ? shareActions(viewer, env.record.envZId, s) : ''}</td>
     </tr>`;
   });
   return html`<table class="shares">
@@ -186,10 +220,10 @@ function sharesTable(session: ConsoleSession, env: EnvironmentView, shares: read
   </table>`;
 }
 
-function shareActions(session: ConsoleSession, envZId: string, share: ShareView): Html {
+function shareActions(viewer: Viewer, envZId: string, share: ShareView): Html {
   const id = `hc-${share.token}`;
   return html`<form method="post" action="/console/unshare" class="inline">
-      <input type="hidden" name="csrf" value="${session.csrf}" />
+      <input type="hidden" name="_csrf" value="${viewer.csrf}" />
       <input type="hidden" name="envZId" value="${envZId}" />
       <input type="hidden" name="token" value="${share.token}" />
       <button type="submit" class="danger">Stop ${share.token}</button>
@@ -197,7 +231,7 @@ function shareActions(session: ConsoleSession, envZId: string, share: ShareView)
     ${
       share.backendMode === 'proxy'
         ? html`<form method="post" action="/console/healthcheck" class="inline">
-            <input type="hidden" name="csrf" value="${session.csrf}" />
+            <input type="hidden" name="_csrf" value="${viewer.csrf}" />
             <input type="hidden" name="envZId" value="${envZId}" />
             <input type="hidden" name="shareToken" value="${share.token}" />
             <label for="${id}-path">Path</label><input id="${id}-path" name="endpoint" value="/" size="10" />
@@ -209,12 +243,12 @@ function shareActions(session: ConsoleSession, envZId: string, share: ShareView)
     }`;
 }
 
-function createShareForm(session: ConsoleSession, envZId: string, providers: readonly string[]): Html {
+function createShareForm(viewer: Viewer, envZId: string, providers: readonly string[]): Html {
   const id = `new-${envZId}`;
   return html`<details class="create">
     <summary>Create a share on this environment</summary>
     <form method="post" action="/console/share" class="stack">
-      <input type="hidden" name="csrf" value="${session.csrf}" />
+      <input type="hidden" name="_csrf" value="${viewer.csrf}" />
       <input type="hidden" name="envZId" value="${envZId}" />
       <label for="${id}-target">Target (http(s) URL, or a folder for web)</label>
       <input id="${id}-target" name="target" required />
@@ -241,7 +275,7 @@ function createShareForm(session: ConsoleSession, envZId: string, providers: rea
 }
 
 /** The admin view: every account and environment, and which frontend replica holds which tunnel. */
-export function adminPage(session: ConsoleSession, view: AdminView): Html {
+export function adminPage(viewer: Viewer, view: AdminView): Html {
   const rows = view.accounts.flatMap(({ account, environments }) =>
     environments.length === 0
       ? [
@@ -269,10 +303,10 @@ export function adminPage(session: ConsoleSession, view: AdminView): Html {
         <td>${r.environments.length === 0 ? 'none' : r.environments.map((e) => html`<code>${e}</code> `)}</td>
       </tr>`,
   );
-  return page({
+  return consolePage({
     title: 'Admin',
-    nav: nav(session, 'admin'),
-    user: { email: session.email, csrf: session.csrf },
+    viewer,
+    nav: nav(viewer, 'admin'),
     main: html`<section aria-labelledby="accounts-h">
         <h2 id="accounts-h">Accounts and environments</h2>
         <table>

@@ -1,4 +1,4 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { systemClock, type Clock } from '../../lib/clock.ts';
 import { consoleCookie, type ConsoleCookie } from './cookies.ts';
@@ -16,8 +16,6 @@ export interface ConsoleSession {
   readonly accountId?: string;
   readonly email: string;
   readonly admin: boolean;
-  /** Sent back in every form; a post without it (another site's form) is refused. */
-  readonly csrf: string;
   /** `token`, or the provider's name. */
   readonly via: string;
   readonly expiresAt: number;
@@ -53,9 +51,9 @@ export class ConsoleSessions {
   }
 
   /** A new session and its Set-Cookie. */
-  start(fields: Omit<ConsoleSession, 'id' | 'csrf' | 'expiresAt'>): { session: ConsoleSession; setCookie: string } {
+  start(fields: Omit<ConsoleSession, 'id' | 'expiresAt'>): { session: ConsoleSession; setCookie: string } {
     const expiresAt = this.clock.now() + this.lifetimeMs;
-    const session: ConsoleSession = { ...fields, id: randomToken(), csrf: randomToken(), expiresAt };
+    const session: ConsoleSession = { ...fields, id: randomToken(), expiresAt };
     const sealed = this.sealer.seal('session', session, expiresAt);
     return { session, setCookie: this.cookie.set(sealed, this.lifetimeMs / 1000) };
   }
@@ -73,12 +71,4 @@ export class ConsoleSessions {
 /** 32 random bytes, base64url. */
 export function randomToken(): string {
   return randomBytes(32).toString('base64url');
-}
-
-/** Constant-time comparison of a form's CSRF field with the expected value. */
-export function sameSecret(given: string | undefined, expected: string): boolean {
-  if (given === undefined) return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }

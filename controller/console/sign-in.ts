@@ -4,13 +4,14 @@ import type { Logger } from '../../lib/logger.ts';
 import { hashesMatch, parseToken } from '../secrets.ts';
 import type { AccountRecord } from '../store.ts';
 import type { ConsoleCookie } from './cookies.ts';
-import { sameOrigin } from './guard.ts';
 import type { OAuthSignIn } from './oauth-sign-in.ts';
 import { messagePage, signedInPage, signInPage, type Notice } from './pages.ts';
-import { randomToken, sameSecret, type ConsoleSessions } from './session.ts';
+import { randomToken, type ConsoleSessions } from './session.ts';
 import type { ConsoleSources } from './views.ts';
-import { readForm } from './web/form.ts';
-import { seeOther, sendHtml } from './web/headers.ts';
+import type { CsrfTokens } from '../../lib/web/session.ts';
+import type { OriginCheck } from '../../lib/web/origin.ts';
+import { readFields } from './fields.ts';
+import { seeOther, sendPage } from './respond.ts';
 
 const PROVIDER_PATH = /^\/console\/oauth\/([A-Za-z0-9][A-Za-z0-9_-]*)\/(start|callback)$/;
 const FORM_COOKIE_SECONDS = 3600;
@@ -28,6 +29,8 @@ export class SignIn {
     readonly oauth: OAuthSignIn | undefined;
     readonly admins: readonly string[];
     readonly formCookie: ConsoleCookie;
+    readonly csrf: CsrfTokens;
+    readonly origin: () => OriginCheck;
     readonly logger: Logger;
   };
 
@@ -46,28 +49,30 @@ export class SignIn {
     if (!provider) return false;
     const [, name = '', step] = provider;
     if (!this.options.oauth?.providers.names.includes(name)) {
-      sendHtml(res, 404, messagePage('Not found', `There is no identity provider ${name} for this console.`));
+      sendPage(res, 404, messagePage('Not found', `There is no identity provider ${name} for this console.`));
     } else if (step === 'start' && req.method === 'GET') await this.startOAuth(res, this.options.oauth, name);
     else if (step === 'callback' && req.method === 'GET') await this.completeOAuth(req, res, this.options.oauth, name);
-    else sendHtml(res, 405, messagePage('Not allowed', 'Start a sign-in from the sign-in page.'));
+    else sendPage(res, 405, messagePage('Not allowed', 'Start a sign-in from the sign-in page.'));
     return true;
   }
 
   private page(req: IncomingMessage, res: ServerResponse, status: number, notice?: Notice): void {
     const { formCookie, oauth } = this.options;
-    const csrf = formCookie.read(req) ?? randomToken();
+    const value = formCookie.read(req) ?? randomToken();
+    const csrf = this.options.csrf.token(value);
     const body = signInPage({ providers: oauth?.providers.names ?? [], csrf, ...(notice ? { notice } : {}) });
-    sendHtml(res, status, body, { 'set-cookie': formCookie.set(csrf, FORM_COOKIE_SECONDS) });
+    sendPage(res, status, body, [formCookie.set(value, FORM_COOKIE_SECONDS)]);
   }
 
-  /** The form's CSRF field against the form cookie, and the request's origin. */
+  /** The form's CSRF field against the form cookie's token, and the request's origin. */
   private formAccepted(req: IncomingMessage, fields: ReadonlyMap<string, string>): boolean {
-    const expected = this.options.formCookie.read(req);
-    return sameOrigin(req) && expected !== undefined && sameSecret(fields.get('csrf'), expected);
+    const value = this.options.formCookie.read(req);
+    if (this.options.origin().refuseWrite(req) !== undefined || value === undefined) return false;
+    return this.options.csrf.verify(value, fields.get('_csrf'));
   }
 
   private async byToken(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const fields = await readForm(req);
+    const fields = await readFields(req);
     if (!this.formAccepted(req, fields)) {
       return this.page(req, res, 403, {
         kind: 'error',
@@ -89,7 +94,7 @@ export class SignIn {
    */
   private async startOAuth(res: ServerResponse, oauth: OAuthSignIn, provider: string) {
     const { url, setCookie } = await oauth.start(provider);
-    seeOther(res, url.href, { 'set-cookie': setCookie });
+    seeOther(res, url.href, [setCookie]);
   }
 
   private async completeOAuth(req: IncomingMessage, res: ServerResponse, oauth: OAuthSignIn, provider: string) {
@@ -99,12 +104,12 @@ export class SignIn {
       outcome = await oauth.complete(provider, callbackUrl, (cookie) => cookie.read(req));
     } catch (err) {
       this.options.logger.warn({ provider, err: errorText(err) }, 'console: provider sign-in failed');
-      return sendHtml(res, 502, messagePage('Sign-in failed', errorText(err)));
+      return sendPage(res, 502, messagePage('Sign-in failed', errorText(err)));
     }
-    if ('refused' in outcome) return sendHtml(res, 400, messagePage('Sign-in refused', outcome.refused));
+    if ('refused' in outcome) return sendPage(res, 400, messagePage('Sign-in refused', outcome.refused));
     const account = await this.options.sources.store.findAccountByEmail(outcome.email);
     if (!account && !this.isAdmin(outcome.email)) {
-      return sendHtml(
+      return sendPage(
         res,
         403,
         messagePage(
@@ -134,8 +139,7 @@ export class SignIn {
       via,
     });
     this.options.logger.info({ account: account?.id, via }, 'console: signed in');
-    const headers = { 'set-cookie': [setCookie, ...cookies] };
-    if (via === 'token') seeOther(res, '/console', headers);
-    else sendHtml(res, 200, signedInPage(), headers);
+    if (via === 'token') seeOther(res, '/console', [setCookie, ...cookies]);
+    else sendPage(res, 200, signedInPage(), [setCookie, ...cookies]);
   }
 }

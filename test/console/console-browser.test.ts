@@ -66,12 +66,12 @@ describe('installation console', () => {
       headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: inst.apiBase, ...headers },
       body: form(fields),
     });
-  const csrfOf = (reply: Reply) => /name="csrf" value="([^"]+)"/.exec(reply.body)?.[1] ?? '';
+  const csrfOf = (reply: Reply) => /name="_csrf" value="([^"]+)"/.exec(reply.body)?.[1] ?? '';
 
   /** Token sign-in over HTTP: the session cookie and the session's CSRF token. */
   const signIn = async (token: string): Promise<{ cookie: string; csrf: string; reply: Reply }> => {
     const page = await get(inst.apiPort, host, '/console/signin');
-    const reply = await post('/console/signin', cookiesFrom(page), { csrf: csrfOf(page), token });
+    const reply = await post('/console/signin', cookiesFrom(page), { _csrf: csrfOf(page), token });
     const cookie = cookiesFrom(reply);
     const dashboard = await get(inst.apiPort, host, '/console', { headers: { cookie } });
     return { cookie, csrf: csrfOf(dashboard), reply };
@@ -80,7 +80,7 @@ describe('installation console', () => {
   /** The share form posted for `session` on `envZId`, with `fields` replacing the defaults. */
   const shareForm = (session: { cookie: string; csrf: string }, envZId: string, fields: Record<string, string> = {}) =>
     post('/console/share', session.cookie, {
-      csrf: session.csrf,
+      _csrf: session.csrf,
       envZId,
       target: backend.url,
       shareMode: 'public',
@@ -164,11 +164,11 @@ describe('installation console', () => {
     expect(bobView.body).not.toContain(agentA.envZId);
     expect(bobView.body).not.toContain(aliceShare);
     // Bob's forms naming Alice's environment and share: refused like a missing environment (the API's 401).
-    const stop = await post('/console/unshare', b.cookie, { csrf: b.csrf, envZId: agentA.envZId, token: aliceShare });
+    const stop = await post('/console/unshare', b.cookie, { _csrf: b.csrf, envZId: agentA.envZId, token: aliceShare });
     expect(stop.status).toBe(401);
     expect(stop.body).toContain(`environment ${agentA.envZId} does not exist for this account`);
     const check = await post('/console/healthcheck', b.cookie, {
-      csrf: b.csrf,
+      _csrf: b.csrf,
       envZId: agentA.envZId,
       shareToken: aliceShare,
       endpoint: '/',
@@ -188,7 +188,7 @@ describe('installation console', () => {
     expect(events).not.toContain(agentA.envZId);
     expect(events).not.toContain(aliceShare);
     // Alice's CSRF token does not work with Bob's session.
-    const crossed = await post('/console/unshare', b.cookie, { csrf: a.csrf, envZId: agentB.envZId, token: 'x' });
+    const crossed = await post('/console/unshare', b.cookie, { _csrf: a.csrf, envZId: agentB.envZId, token: 'x' });
     expect(crossed.status).toBe(403);
   });
 
@@ -233,22 +233,22 @@ describe('installation console', () => {
 
   it('refuses bad input with clear errors', async () => {
     const page = await get(inst.apiPort, host, '/console/signin');
-    const bad = await post('/console/signin', cookiesFrom(page), { csrf: csrfOf(page), token: 'svca_nothing_here' });
+    const bad = await post('/console/signin', cookiesFrom(page), { _csrf: csrfOf(page), token: 'svca_nothing_here' });
     expect(bad.status).toBe(401);
     expect(bad.body).toContain('That is not a valid account token (svca_…).');
-    const forgedLogin = await post('/console/signin', cookiesFrom(page), { csrf: 'forged', token: alice.token });
+    const forgedLogin = await post('/console/signin', cookiesFrom(page), { _csrf: 'forged', token: alice.token });
     expect(forgedLogin.status).toBe(403);
     expect(cookiesFrom(forgedLogin)).not.toContain('svc-console=');
     const crossSite = await post(
       '/console/signin',
       cookiesFrom(page),
-      { csrf: csrfOf(page), token: alice.token },
+      { _csrf: csrfOf(page), token: alice.token },
       { origin: 'http://evil.example' },
     );
     expect(crossSite.status).toBe(403);
 
     const a = await signIn(alice.token);
-    const forged = await post('/console/unshare', a.cookie, { csrf: 'forged', envZId: agentA.envZId, token: 'abc' });
+    const forged = await post('/console/unshare', a.cookie, { _csrf: 'forged', envZId: agentA.envZId, token: 'abc' });
     expect(forged.status).toBe(403);
     expect(forged.body).toContain('CSRF token');
     const notUrl = await shareForm(a, agentA.envZId, { target: 'not a url' });
@@ -258,7 +258,7 @@ describe('installation console', () => {
     expect(badMode.status).toBe(422);
     expect(badMode.body).toContain('shareMode');
     const badStatus = await post('/console/healthcheck', a.cookie, {
-      csrf: a.csrf,
+      _csrf: a.csrf,
       envZId: agentA.envZId,
       shareToken: 'abcdefabcdef',
       endpoint: '/',
@@ -271,12 +271,14 @@ describe('installation console', () => {
       headers: { cookie: a.cookie, 'content-type': 'application/json', origin: inst.apiBase },
       body: '{}',
     });
-    expect(json.status).toBe(415);
+    expect(json.status).toBe(403);
+    expect(json.body).toContain('CSRF token');
     // DNS rebinding: a page at another name resolving to loopback sends its own Host.
     const rebound = await get(inst.apiPort, `evil.example:${inst.apiPort}`, '/console', {
       headers: { cookie: a.cookie },
     });
     expect(rebound.status).toBe(421);
+    expect(rebound.body).toContain('Host "evil.example');
     expect(inst.logs()).not.toContain(alice.token);
     expect(inst.logs()).not.toContain(alice.token.split('_')[2] as string);
   });
