@@ -201,6 +201,14 @@ export function loadYamlFile(path: string): unknown {
       status: 400,
     });
   }
+  return parseYamlText(text, path);
+}
+
+/**
+ * Parses YAML (or JSON) text read from `path`; a syntax error is a ConfigError naming `path` and
+ * the line, never quoting the text around it.
+ */
+export function parseYamlText(text: string, path: string): unknown {
   const json = parseStrictJson(text);
   if (json.ok) return json.value;
   // Loaded only here: yaml is 72 modules and 4-12 MiB of a process's memory, and the operator
@@ -216,12 +224,12 @@ export function loadYamlFile(path: string): unknown {
 }
 
 /**
- * A JSON object document, read as YAML would read it. Anything else (YAML, malformed JSON, or a
+ * A JSON object or list document, read as YAML would read it. Anything else (YAML, malformed JSON, or a
  * repeated key, which JSON.parse would silently resolve to the last value) is left to the YAML
  * parser, whose errors name the line.
  */
 function parseStrictJson(text: string): { ok: true; value: unknown } | { ok: false } {
-  if (!/^\s*\{/.test(text)) return { ok: false };
+  if (!/^\s*[{[]/.test(text)) return { ok: false };
   let value: unknown;
   try {
     value = JSON.parse(text);

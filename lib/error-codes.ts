@@ -164,6 +164,7 @@ export type ConditionReason =
   | 'InvalidSpec'
   | 'InstallationNotReady'
   | 'TokenConflict'
+  | 'AuthShardFull'
   | 'ShareNotFound'
   | 'ShareNotPrivate'
   | 'Enrolled'

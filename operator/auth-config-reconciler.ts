@@ -14,7 +14,16 @@ import {
   type KubeObject,
   type Share,
 } from '../lib/kube/resources.ts';
-import { childName, shareEntry, type ValidShare } from './share-children.ts';
+import {
+  AUTH_SHARE_DIRECTORY,
+  MAX_SECRET_BYTES,
+  SHARD_KEY,
+  renderShards,
+  shardSecretName,
+  type Shard,
+} from './auth-shards.ts';
+import type { EventRecorder } from './events.ts';
+import type { ValidShare } from './share-children.ts';
 import { ShareMemo } from './share-memo.ts';
 import type { Change, Watches } from './watches.ts';
 
@@ -30,13 +39,9 @@ const SHARE_BURST_MS = 1000;
 /**
  * The config of the installation's auth endpoint (`<release>-auth` Deployment running `svc
  * frontend`, serving `endpoint_url`'s host: OAuth callbacks and logout): the installation's
- * `oauth:` section plus every valid OAuth share, targeting the share's in-cluster Service.
+ * `oauth:` section, its shares in the shard files of `share_directory` (operator/auth-shards.ts).
  */
-function authFrontendConfig(installation: Installation, shares: readonly ValidShare[]): Record<string, unknown> {
-  const entries = shares
-    .filter((s) => s.oauth)
-    .sort((a, b) => a.token.localeCompare(b.token))
-    .map((s) => shareEntry(s, `http://${childName(s.name)}.${s.namespace}.svc:80`));
+function authFrontendConfig(installation: Installation): Record<string, unknown> {
   // The listeners are the pod's, whatever an existing Secret says (as for the per-share sidecars):
   // the public one, and the internal one share pods ask (its own ClusterIP Service, no Ingress).
   return {
@@ -45,7 +50,8 @@ function authFrontendConfig(installation: Installation, shares: readonly ValidSh
       bind_address: `0.0.0.0:${FRONTEND_PORT}`,
       internal_address: `0.0.0.0:${AUTH_INTERNAL_PORT}`,
     },
-    shares: entries,
+    shares: [],
+    share_directory: AUTH_SHARE_DIRECTORY,
     metrics_address: `0.0.0.0:${FRONTEND_METRICS_PORT}`,
   };
 }
@@ -55,20 +61,28 @@ export interface AuthConfigReconcilerDeps {
   readonly caches: Caches;
   readonly installation: InstallationView;
   readonly logger: Logger;
-  /** Where the auth endpoint's config Secret lives (the release namespace). */
+  /** Warning Events on Shares left out of a full shard; none recorded if absent. */
+  readonly events?: EventRecorder;
+  /** Where the auth endpoint's config Secret lives (the release namespace); its shards beside it. */
   readonly secret: { namespace: string; name: string };
   /** Validations shared with the Share reconciler; one of its own if absent. */
   readonly memo?: ShareMemo;
 }
 
-/** Keeps the auth-endpoint config Secret listing every OAuth share; applies only on change. */
+/**
+ * Keeps the auth-endpoint config Secret (the `oauth:` section) and its {@link AUTH_SHARDS} shard
+ * Secrets listing every OAuth share; applies only the Secrets whose content changed.
+ */
 export class AuthConfigReconciler implements Reconciler {
   readonly kind = 'AuthConfig';
   /** One key: one apply at a time. */
   readonly concurrency = 1;
   readonly watches: Watches;
   private readonly deps: AuthConfigReconcilerDeps;
-  private lastApplied: string | undefined;
+  /** Secret name → the content last applied. */
+  private readonly applied = new Map<string, string>();
+  /** Shares (namespace/name) left out of a full shard, announced once each. */
+  private dropped = new Set<string>();
   private readonly memo: ShareMemo;
 
   constructor(deps: AuthConfigReconcilerDeps) {
@@ -80,53 +94,108 @@ export class AuthConfigReconciler implements Reconciler {
       watches: [
         { source: deps.caches.shares, map: (change) => (involvesOAuth(change) ? only : []), delayMs: SHARE_BURST_MS },
         { source: deps.caches.frontendSecret, map: () => only },
+        { source: deps.caches.secrets, map: (change) => (this.forgetDeleted(change) ? only : []) },
       ],
     };
   }
 
   /** Forget what was applied (on gaining leadership: another replica may have written since). */
   reset(): void {
-    this.lastApplied = undefined;
+    this.applied.clear();
+    this.dropped = new Set();
   }
 
   async reconcile(): Promise<ReconcileResult> {
     const install = this.deps.installation.current();
     if (!install?.ok) return { result: 'waiting' };
+    const { shares, objects } = this.oauthShares(install.value);
+    const shards = renderShards(shares);
+    const { namespace, name } = this.deps.secret;
+    // Shards first: a config naming the directory never points at shares not yet written.
+    await Promise.all(
+      shards.map((shard, i) => this.applySecret(shardSecretName(name, i), SHARD_KEY, shard.text, 'auth-shares')),
+    );
+    const config = authFrontendConfig(install.value);
+    await this.applySecret(name, FRONTEND_CONFIG_FILE, toYaml(config), 'auth-frontend');
+    this.reportDropped(shards, objects);
+    const routed = shards.reduce((n, s) => n + s.count, 0);
+    this.deps.logger.debug({ secretRef: `${namespace}/${name}`, oauthShares: routed }, 'auth endpoint config in sync');
+    return { result: 'success' };
+  }
+
+  /** The valid OAuth shares, oldest first, one per token (the oldest holds it), and their objects. */
+  private oauthShares(installation: Installation): { shares: ValidShare[]; objects: Map<string, Share> } {
     const shares: ValidShare[] = [];
+    const objects = new Map<string, Share>();
     const seen = new Set<string>();
     const ordered = this.deps.caches.shares.list().filter((s) => s.spec?.oauth && !s.metadata.deletionTimestamp);
     ordered.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''));
     for (const share of ordered) {
-      const v = this.memo.validate(share, install.value);
+      const v = this.memo.validate(share, installation);
       if (v.ok && !seen.has(v.value.token)) {
         seen.add(v.value.token);
         shares.push(v.value);
+        objects.set(`${v.value.namespace}/${v.value.name}`, share);
       }
     }
-    const desired = authFrontendConfig(install.value, shares);
-    // Compared as JSON, which is much cheaper than rendering the YAML for an unchanged config.
-    const key = JSON.stringify(desired);
-    if (key === this.lastApplied) return { result: 'success' };
-    const config = toYaml(desired);
-    const { namespace, name } = this.deps.secret;
+    return { shares, objects };
+  }
+
+  /** Applies one Opaque Secret of the release namespace with one key, unless it holds that already. */
+  private async applySecret(name: string, key: string, text: string, component: string): Promise<void> {
+    if (this.applied.get(name) === text) return;
+    const { namespace } = this.deps.secret;
     const secret: KubeObject = {
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: {
         name,
         namespace,
-        labels: { [MANAGED_BY_LABEL]: MANAGED_BY, 'app.kubernetes.io/component': 'auth-frontend' },
+        labels: { [MANAGED_BY_LABEL]: MANAGED_BY, 'app.kubernetes.io/component': component },
       },
       type: 'Opaque',
-      data: { [FRONTEND_CONFIG_FILE]: Buffer.from(config).toString('base64') },
+      data: { [key]: Buffer.from(text).toString('base64') },
     };
     await this.deps.client.apply(resourcePath(SECRETS, namespace, name), secret);
-    this.lastApplied = key;
-    this.deps.logger.info(
-      { secretRef: `${namespace}/${name}`, oauthShares: shares.length },
-      'auth endpoint config updated',
-    );
-    return { result: 'success' };
+    this.applied.set(name, text);
+    this.deps.logger.info({ secretRef: `${namespace}/${name}` }, 'auth endpoint config updated');
+  }
+
+  /**
+   * A full shard is an error in the log on every run and a Warning Event on each Share left out,
+   * once: the Share itself serves, but no login to it can complete at the auth endpoint.
+   */
+  private reportDropped(shards: readonly Shard[], objects: ReadonlyMap<string, Share>): void {
+    const now = new Set<string>();
+    shards.forEach((shard, i) => {
+      if (shard.dropped.length === 0) return;
+      const secretRef = `${this.deps.secret.namespace}/${shardSecretName(this.deps.secret.name, i)}`;
+      const keys = shard.dropped.map((s) => `${s.namespace}/${s.name}`);
+      this.deps.logger.error(
+        { secretRef, routed: shard.count, left_out: keys.length, shares: keys.slice(0, 20) },
+        `auth endpoint shard full: its Secret would pass ${MAX_SECRET_BYTES} bytes; the newest OAuth shares in it get no login route`,
+      );
+      for (const key of keys) {
+        now.add(key);
+        const share = objects.get(key);
+        if (this.dropped.has(key) || !share) continue;
+        this.deps.events?.record(
+          share,
+          'Warning',
+          'AuthShardFull',
+          `the auth endpoint's share list ${secretRef} is full (${MAX_SECRET_BYTES} bytes): logins to this share cannot complete until older OAuth shares in it are deleted`,
+        );
+      }
+    });
+    this.dropped = now;
+  }
+
+  /** A deleted Secret of ours is written again: forget what was applied to it. */
+  private forgetDeleted(change: Change): boolean {
+    const { namespace, name } = change.object.metadata;
+    if (change.type !== 'deleted' || namespace !== this.deps.secret.namespace || !this.applied.has(name)) return false;
+    this.applied.delete(name);
+    return true;
   }
 }
 

@@ -104,7 +104,7 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
       memo,
     }),
     new AccessReconciler({ client, caches, events, logger, image, pods }),
-    new AuthConfigReconciler({ client, caches, installation, logger, secret: options.authSecret, memo }),
+    new AuthConfigReconciler({ client, caches, installation, events, logger, secret: options.authSecret, memo }),
     new EnrollmentReconciler({
       client,
       caches,

@@ -1,17 +1,18 @@
 import cluster from 'node:cluster';
-import { watchFile, unwatchFile } from 'node:fs';
 import { ConfigError, errorText, problemText } from '../lib/errors.ts';
 import { createLogger } from '../lib/logger.ts';
 import { untilSignal } from '../lib/signals.ts';
 import { loadFrontendConfig, type FrontendConfig } from '../lib/config/frontend.ts';
 import { staticShares, type ShareSource } from '../lib/share/source.ts';
+import { watchFrontendConfig } from './config-watch.ts';
 import { sharedStateOverIpc } from './shared-state.ts';
 import { runPrimary } from './workers.ts';
 
 /**
  * `svc frontend --config file`: the per-share sidecar process. Config is validated once (the
- * process refuses to start on any problem); afterwards the share list is reloaded when the file
- * changes (a mounted Secret being updated), and a bad edit keeps the last good list.
+ * process refuses to start on any problem); afterwards the share list is reloaded when the file or
+ * a file of its `share_directory` changes (a mounted Secret being updated), and a bad edit keeps
+ * the last good list.
  */
 export async function runFrontend(path: string): Promise<void> {
   const config = loadFrontendConfig(path);
@@ -38,20 +39,26 @@ export async function runFrontend(path: string): Promise<void> {
 
   const fingerprint = (c: FrontendConfig): string => JSON.stringify(c.oauth);
   const loaded = fingerprint(config);
-  watchFile(path, { interval: 2000 }, () => {
-    try {
-      const next = loadFrontendConfig(path);
-      current = staticShares(next.shares);
-      log.info({ shares: next.shares.length }, 'configuration reloaded');
-      if (fingerprint(next) !== loaded) log.warn('the oauth section changed; restart the frontend to apply it');
-    } catch (err) {
-      const problems = err instanceof ConfigError ? err.problems.map(problemText) : [errorText(err)];
-      log.error({ problems }, 'configuration change rejected; keeping the previous shares');
-    }
-  });
+  let shareDirectory = config.shareDirectory;
+  const stopWatching = watchFrontendConfig(
+    path,
+    () => shareDirectory,
+    () => {
+      try {
+        const next = loadFrontendConfig(path);
+        current = staticShares(next.shares);
+        shareDirectory = next.shareDirectory;
+        log.info({ shares: next.shares.length }, 'configuration reloaded');
+        if (fingerprint(next) !== loaded) log.warn('the oauth section changed; restart the frontend to apply it');
+      } catch (err) {
+        const problems = err instanceof ConfigError ? err.problems.map(problemText) : [errorText(err)];
+        log.error({ problems }, 'configuration change rejected; keeping the previous shares');
+      }
+    },
+  );
 
   await stopped;
-  unwatchFile(path);
+  stopWatching();
   log.info('shutting down');
   await frontend.close();
   // A worker's IPC channel to the primary would keep it running.

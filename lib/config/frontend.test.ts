@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, problemText } from '../errors.ts';
+import { configProblems } from '../../test/support/config-problems.ts';
 import { parseFrontendConfig } from './frontend.ts';
 
 const valid = () => ({
@@ -37,13 +37,7 @@ const valid = () => ({
 });
 
 function problemsOf(doc: unknown): readonly string[] {
-  try {
-    parseFrontendConfig(doc, 'test.yaml');
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems.map(problemText);
-    throw err;
-  }
-  return [];
+  return configProblems(() => parseFrontendConfig(doc, 'test.yaml'));
 }
 
 describe('frontend configuration', () => {

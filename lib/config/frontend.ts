@@ -1,9 +1,11 @@
 import { availableParallelism } from 'node:os';
+import { dirname, resolve } from 'node:path';
 import { ConfigReader, join, loadYamlFile } from '../config-reader.ts';
 import type { ListenAddress } from '../listen.ts';
 import { readShareOptions } from '../share/config-file.ts';
 import { SHARE_KEYS, type ShareRoute } from '../share/spec.ts';
 import { readProviders, type ProviderConfig } from './providers.ts';
+import { readShareFiles } from './share-directory.ts';
 
 export interface OAuthConfig {
   readonly bindAddress: ListenAddress;
@@ -37,7 +39,10 @@ export interface AuthServiceConfig {
 
 export interface FrontendConfig {
   readonly oauth: OAuthConfig;
+  /** The file's `shares` and those of every file in `share_directory`. */
   readonly shares: readonly ShareRoute[];
+  /** `share_directory`, resolved: more shares, one list per `*.yaml` file (re-read with the file). */
+  readonly shareDirectory?: string;
   /** Separate listener for /metrics, /healthz, /readyz; absent means no metrics listener. */
   readonly metricsAddress?: ListenAddress;
   /** Processes serving the listener (node:cluster); 1 (the default) is a single process. */
@@ -50,7 +55,7 @@ export const MAX_WORKERS = 64;
 const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const DOMAIN = /^\.?(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
-export const TOP_KEYS = ['oauth', 'shares', 'metrics_address', 'workers'];
+export const TOP_KEYS = ['oauth', 'shares', 'share_directory', 'metrics_address', 'workers'];
 export const OAUTH_KEYS = [
   'bind_address',
   'endpoint_url',
@@ -66,16 +71,28 @@ export const OAUTH_KEYS = [
 ];
 const AUTH_SERVICE_KEYS = ['url', 'credential'];
 
-/** Loads and validates a frontend config file; throws one ConfigError listing every problem. */
+/**
+ * Loads and validates a frontend config file, with the share files of its `share_directory`
+ * (relative to the file's directory); throws one ConfigError listing every problem.
+ */
 export function loadFrontendConfig(path: string): FrontendConfig {
-  return parseFrontendConfig(loadYamlFile(path), path);
+  return parseFrontendConfig(loadYamlFile(path), path, { baseDir: dirname(path) });
 }
 
-export function parseFrontendConfig(doc: unknown, source = 'config'): FrontendConfig {
+/**
+ * Validates a frontend config document. A relative `share_directory` is resolved against
+ * `baseDir` (default: the working directory), and its files are read here.
+ */
+export function parseFrontendConfig(
+  doc: unknown,
+  source = 'config',
+  options: { baseDir?: string } = {},
+): FrontendConfig {
   const r = new ConfigReader();
   const top = r.object(doc, '(document)');
   let oauth: OAuthConfig | undefined;
   let shares: ShareRoute[] = [];
+  let shareDirectory: string | undefined;
   let metricsAddress: ListenAddress | undefined;
   let workers = 1;
   if (top) {
@@ -83,7 +100,9 @@ export function parseFrontendConfig(doc: unknown, source = 'config'): FrontendCo
     oauth = readOAuth(r, top.oauth, 'oauth', { sharePod: true });
     if (top.metrics_address !== undefined) metricsAddress = r.bindAddress(top, 'metrics_address', '');
     workers = readWorkers(r, top.workers);
-    shares = readShares(r, top.shares, oauth);
+    const dir = r.string(top, 'share_directory', '', { required: false });
+    shareDirectory = dir === undefined ? undefined : resolve(options.baseDir ?? '.', dir);
+    shares = readAllShares(r, top.shares, shareDirectory, oauth);
     if (isSharePod(top.oauth) && shares.length !== 1)
       r.problem(
         'shares',
@@ -91,7 +110,13 @@ export function parseFrontendConfig(doc: unknown, source = 'config'): FrontendCo
       );
   }
   r.finish(source);
-  return { oauth: oauth as OAuthConfig, shares, ...(metricsAddress ? { metricsAddress } : {}), workers };
+  return {
+    oauth: oauth as OAuthConfig,
+    shares,
+    ...(shareDirectory ? { shareDirectory } : {}),
+    ...(metricsAddress ? { metricsAddress } : {}),
+    workers,
+  };
 }
 
 /** `workers`: a whole number 1–MAX_WORKERS, or `auto` (one per core this process may use). */
@@ -207,7 +232,13 @@ function readAuthService(r: ConfigReader, value: unknown, path: string): AuthSer
   return url && credential ? { url, credential } : undefined;
 }
 
-function readShares(r: ConfigReader, value: unknown, oauth: OAuthConfig | undefined): ShareRoute[] {
+/** `shares`, then the list of each file in `share_directory`; a token twice anywhere is a problem. */
+function readAllShares(
+  r: ConfigReader,
+  value: unknown,
+  shareDirectory: string | undefined,
+  oauth: OAuthConfig | undefined,
+): ShareRoute[] {
   if (value === undefined || value === null) {
     r.problem('shares', 'required: the list of shares this frontend serves (may be empty: [])');
     return [];
@@ -217,17 +248,35 @@ function readShares(r: ConfigReader, value: unknown, oauth: OAuthConfig | undefi
     return [];
   }
   const providerNames = oauth?.providers.map((p) => p.name);
-  const seen = new Set<string>();
+  const seen = new Map<string, string>();
+  const result = readShares(r, value, 'shares', providerNames, seen);
+  if (shareDirectory !== undefined) {
+    for (const file of readShareFiles(r, shareDirectory))
+      result.push(...readShares(r, file.shares, file.path, providerNames, seen));
+  }
+  return result;
+}
+
+/** One list of shares at `path`; `seen` maps each token read so far to where it was. */
+function readShares(
+  r: ConfigReader,
+  items: readonly unknown[],
+  path: string,
+  providerNames: readonly string[] | undefined,
+  seen: Map<string, string>,
+): ShareRoute[] {
   const result: ShareRoute[] = [];
-  value.forEach((item, index) => {
-    const at = join('shares', index);
+  items.forEach((item, index) => {
+    const at = join(path, index);
     const o = r.object(item, at);
     if (!o) return;
     r.unknownKeys(o, at, SHARE_KEYS);
     const share = readShareOptions(r, o, at, providerNames);
     if (!share) return;
-    if (seen.has(share.token)) r.problem(join(at, 'token'), `duplicate share token ${JSON.stringify(share.token)}`);
-    seen.add(share.token);
+    const before = seen.get(share.token);
+    if (before !== undefined)
+      r.problem(join(at, 'token'), `duplicate share token ${JSON.stringify(share.token)} (also at ${before})`);
+    else seen.set(share.token, at);
     result.push(share);
   });
   return result;

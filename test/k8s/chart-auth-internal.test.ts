@@ -5,9 +5,10 @@
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
+import { AUTH_SHARDS, AUTH_SHARE_DIRECTORY, SHARD_KEY, shardSecretName } from '../../operator/auth-shards.ts';
 import { authServiceUrl } from '../../operator/installation.ts';
 import { locateHelm } from './binaries.ts';
 import { CHART_OAUTH, RELEASE, RELEASE_NS, findObject, helmRunner, type Obj } from './helm-runner.ts';
@@ -56,5 +57,40 @@ describe('the auth endpoint’s internal port', () => {
     const ingress = JSON.stringify(findObject(objs, 'Ingress', `${RELEASE}-auth`));
     expect(ingress).not.toContain('internal');
     expect(ingress).not.toContain('8081');
+  });
+});
+
+type PodSpec = {
+  containers: { name: string; args: string[]; volumeMounts: { name: string; mountPath: string }[] }[];
+  volumes: {
+    name: string;
+    secret?: { secretName: string };
+    projected?: { sources: { secret: { name: string; optional?: boolean; items: unknown[] } }[] };
+  }[];
+};
+
+describe('the auth endpoint’s shares', () => {
+  const pod = () =>
+    (findObject(objs, 'Deployment', `${RELEASE}-auth`) as Obj & { spec: { template: { spec: PodSpec } } }).spec.template
+      .spec;
+
+  it('mount the 16 shard Secrets the operator writes, each optional, where the config’s share_directory points', () => {
+    const { containers, volumes } = pod();
+    const frontend = containers[0];
+    const configFile = frontend?.args[frontend.args.indexOf('--config') + 1] ?? '';
+    const mountOf = (volume: string) => frontend?.volumeMounts.find((m) => m.name === volume)?.mountPath;
+    expect(volumes.find((v) => v.name === 'config')?.secret?.secretName).toBe(`${RELEASE}-auth-frontend`);
+    expect(dirname(configFile)).toBe(mountOf('config'));
+    expect(resolve(dirname(configFile), AUTH_SHARE_DIRECTORY)).toBe(mountOf('shares'));
+    const sources = volumes.find((v) => v.name === 'shares')?.projected?.sources ?? [];
+    expect(sources).toEqual(
+      Array.from({ length: AUTH_SHARDS }, (_, i) => ({
+        secret: {
+          name: shardSecretName(`${RELEASE}-auth-frontend`, i),
+          optional: true,
+          items: [{ key: SHARD_KEY, path: `shares-${String(i).padStart(2, '0')}.yaml` }],
+        },
+      })),
+    );
   });
 });

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
+import { shardOf, shardSecretName } from '../../operator/auth-shards.ts';
 import { parseInstallation } from '../../operator/installation.ts';
 import { locateHelm } from './binaries.ts';
 import {
@@ -451,6 +452,8 @@ describe('helm install into the real API server', () => {
     operator.stderr.on('data', (c: Buffer) => (logs += c.toString()));
     try {
       await createNamespace('team-a');
+      // The auth endpoint's shard Secret of team-a/app: written through the chart's RBAC and admission policy.
+      const appShard = shardSecretName('svc-auth-frontend', shardOf('team-a', 'app'));
       await serverSideApply(cp.kubeConfig, {
         apiVersion: 'svc.dev/v1alpha1',
         kind: 'Share',
@@ -472,6 +475,7 @@ describe('helm install into the real API server', () => {
               '/apis/networking.k8s.io/v1/namespaces/team-a/ingresses/svc-share-app',
               '/api/v1/namespaces/team-a/secrets/svc-share-app-frontend',
               `/api/v1/namespaces/${RELEASE_NS}/secrets/svc-auth-frontend`,
+              `/api/v1/namespaces/${RELEASE_NS}/secrets/${appShard}`,
             ]) {
               try {
                 await get(cp.kubeConfig, path);
@@ -490,6 +494,7 @@ describe('helm install into the real API server', () => {
           'ingresses/svc-share-app',
           'secrets/svc-share-app-frontend',
           'secrets/svc-auth-frontend',
+          `secrets/${appShard}`,
         ]);
       await expect
         .poll(

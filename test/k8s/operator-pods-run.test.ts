@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevIdentityProvider, type DevIdentityProvider } from '../../sidecar/dev-idp.ts';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { devLogin, expectLoginStartedOn, launchBrowser, navigations } from '../support/browser.ts';
+import { authShareEntries, mountAuthConfig } from './auth-config-files.ts';
 import type { ControlPlane } from './envtest.ts';
 import {
   api,
@@ -129,23 +130,16 @@ async function startIngress(port: number, route: (hostname: string) => number): 
   return server;
 }
 
-/** Runs the auth endpoint from the operator's `<release>-auth-frontend` Secret, as the chart's auth Deployment does. */
+/**
+ * Runs the auth endpoint from the operator's `<release>-auth-frontend` Secret and its shard Secrets,
+ * mounted as the chart's auth Deployment mounts them (the config's share_directory read by `svc frontend`).
+ */
 async function runAuthEndpoint(ports: Map<number, number>): Promise<void> {
-  const secret = await eventually(async () => {
-    const s = await api(cp, paths.secret('svc-auth-frontend', 'svc-system'));
-    return Buffer.from(s.data?.['config.yaml'] ?? '', 'base64')
-      .toString('utf8')
-      .includes('token: live')
-      ? s
-      : undefined;
-  }, 'auth endpoint config listing the share');
-  const dir = join(workDir, 'svc-auth');
-  await mkdir(dir, { recursive: true });
-  const file = join(dir, 'config.yaml');
-  await writeFile(
-    file,
-    rewriter(ports, new Map())(Buffer.from(secret.data?.['config.yaml'] ?? '', 'base64').toString('utf8')),
+  await eventually(
+    async () => (await authShareEntries(cp)).some((e) => e.token === 'live'),
+    'auth endpoint shard listing the share',
   );
+  const file = await mountAuthConfig(cp, join(workDir, 'svc-auth'), rewriter(ports, new Map()));
   const child = spawn(process.execPath, [SVC, 'frontend', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   child.stdout?.on('data', (d: Buffer) => output.push(d.toString()));

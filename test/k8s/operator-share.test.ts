@@ -1,6 +1,8 @@
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deriveToken } from '../../lib/token.ts';
+import { AUTH_SHARDS, AUTH_SHARE_DIRECTORY, SHARD_KEY, shardOf, shardSecretName } from '../../operator/auth-shards.ts';
+import { AUTH_SECRET, authShardSecrets } from './auth-config-files.ts';
 import type { ControlPlane } from './envtest.ts';
 import {
   DOMAIN,
@@ -157,19 +159,29 @@ describe('operator: Share on a real API server', () => {
       },
     ]);
 
-    const auth = await eventually(async () => {
-      const s = await getOrNone(cp, paths.secret('svc-auth-frontend', RELEASE_NS));
-      if (!s) return undefined;
-      const c = parseYaml(decodeSecret(s, 'config.yaml')) as { shares: { token: string; target: string }[] };
-      return c.shares.some((x) => x.token === 'secure-docs') ? c : undefined;
-    }, 'auth endpoint config listing the OAuth share');
-    expect(auth.shares).toContainEqual(
+    // The auth endpoint's config: the oauth section, and the share in the shard its namespace/name picks.
+    const shardName = shardSecretName(AUTH_SECRET, shardOf('default', 'secure'));
+    const shard = await eventually(async () => {
+      const s = await getOrNone(cp, paths.secret(shardName, RELEASE_NS));
+      const entries = s ? (parseYaml(decodeSecret(s, SHARD_KEY)) as { token: string }[]) : [];
+      return entries.some((x) => x.token === 'secure-docs') ? s : undefined;
+    }, 'auth endpoint shard listing the OAuth share');
+    expect(shard.type).toBe('Opaque');
+    expect(shard.metadata.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'svc-operator' });
+    expect(parseYaml(decodeSecret(shard, SHARD_KEY))).toContainEqual(
       expect.objectContaining({
         token: 'secure-docs',
         target: 'http://svc-share-secure.default.svc:80',
         oauth_provider: 'dev',
       }),
     );
+    const shards = await authShardSecrets(cp);
+    expect(shards.size).toBe(AUTH_SHARDS);
+    const auth = parseYaml(decodeSecret(await api(cp, paths.secret(AUTH_SECRET, RELEASE_NS)), 'config.yaml')) as Record<
+      string,
+      unknown
+    >;
+    expect(auth).toMatchObject({ shares: [], share_directory: AUTH_SHARE_DIRECTORY });
 
     // Secrets reach Secrets only: never status, Events or logs.
     const events = JSON.stringify(await api(cp, paths.events()));

@@ -1,4 +1,4 @@
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseFrontendConfig, type FrontendConfig } from '../../lib/config/frontend.ts';
 import { createLogger } from '../../lib/logger.ts';
@@ -14,6 +14,7 @@ import { LogCapture } from '../support/frontend.ts';
 import { get } from '../support/http.ts';
 import { testSession } from '../support/session.ts';
 import { startTestIssuer, type TestIssuer } from '../support/test-issuer.ts';
+import { AUTH_SECRET, authShareEntries } from './auth-config-files.ts';
 import type { ControlPlane } from './envtest.ts';
 import {
   DOMAIN,
@@ -126,11 +127,16 @@ beforeAll(async () => {
     () => getOrNone(cp, paths.secret('svc-share-docs-frontend', TEAM_B)),
     'B sidecar config',
   );
-  const authSecret = await eventually(async () => {
-    const s = await getOrNone(cp, paths.secret('svc-auth-frontend', RELEASE_NS));
-    const text = s ? decodeSecret(s, 'config.yaml') : '';
-    return text.includes('alpha-docs') && text.includes('beta-docs') ? text : undefined;
-  }, 'auth endpoint config listing both shares');
+  // The auth endpoint's config: its oauth section with the shares of its shard Secrets.
+  const authShares = await eventually(async () => {
+    const entries = await authShareEntries(cp);
+    const tokens = entries.map((e) => e.token);
+    return tokens.includes('alpha-docs') && tokens.includes('beta-docs') ? entries : undefined;
+  }, 'auth endpoint shards listing both shares');
+  const authConfig = parseYaml(
+    decodeSecret(await api(cp, paths.secret(AUTH_SECRET, RELEASE_NS)), 'config.yaml'),
+  ) as object;
+  const authSecret = toYaml({ ...authConfig, shares: authShares });
 
   // As a tenant of namespace A sees it: every Secret and ConfigMap there.
   const list = async (kind: string) =>
