@@ -1,10 +1,11 @@
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
 import { configProblems } from '../../test/support/config-problems.ts';
 import { openSharesConfig } from '../../test/support/frontend-process.ts';
+import { projectFiles } from '../../test/support/projected-volume.ts';
 import { loadFrontendConfig } from './frontend.ts';
 import { shareDirectoryStamp } from './share-directory.ts';
 
@@ -28,22 +29,7 @@ function writeConfig(extra: string): void {
   writeFileSync(configFile, `${openSharesConfig(['main'], target)}${extra}\n`);
 }
 
-/** Lays `files` out as the kubelet does for a projected Secret volume: `..data` → a timestamped dir. */
-function project(files: Record<string, string>, generation = 1): void {
-  mkdirSync(shares, { recursive: true });
-  const real = `..2026_11_27_${generation}`;
-  mkdirSync(join(shares, real));
-  for (const [name, text] of Object.entries(files)) writeFileSync(join(shares, real, name), text);
-  symlinkSync(real, join(shares, '..data_tmp'));
-  renameSync(join(shares, '..data_tmp'), join(shares, '..data'));
-  for (const name of Object.keys(files)) {
-    try {
-      symlinkSync(join('..data', name), join(shares, name));
-    } catch {
-      // already linked by an earlier generation
-    }
-  }
-}
+const project = (files: Record<string, string>, generation = 1) => projectFiles(shares, files, generation);
 
 const problemsOf = (path: string) => configProblems(() => loadFrontendConfig(path));
 
