@@ -27,6 +27,8 @@ import { remoteAccessHandler } from './tunnel/remote-access.ts';
 import { listenTcp, localTcpAccess, remoteTcpAccess } from './tunnel/tcp-access.ts';
 import { parseTcpTarget, tcpTargetProblem, type TcpTarget } from '../lib/share/tcp-target.ts';
 import type { TunnelledShare } from './tunnel/serve-stream.ts';
+import { startRecording, type RecordingFront } from './inspector/recorder.ts';
+import type { InspectorStore } from './inspector/store.ts';
 
 /** Share entry of the status response (seed: "Share entry (in the status response)"). */
 export interface ShareEntry {
@@ -66,6 +68,26 @@ export interface AgentOptions {
   readonly providerNames: readonly string[];
   /** Public URL of a share token (`http://<token>.<domain>:<port>`), once the frontend listens. */
   publicUrl?: (token: string) => string;
+  /** The request inspector: every share's requests recorded into `store` (agent/inspector/). */
+  readonly inspector?: { readonly store: InspectorStore; readonly ownCookie?: string };
+}
+
+/** A share as the agent's page shows it: the status entry with its OAuth settings and state. */
+export interface ShareDetails extends ShareEntry {
+  readonly oauth?: ShareRecord['oauth'];
+  readonly webListing: boolean;
+  readonly createdAt: string;
+  /** Served now: by this machine's frontend, or published through the installation. */
+  readonly online: boolean;
+  readonly inspected: boolean;
+}
+
+/** An access as the agent's page shows it. */
+export interface AccessDetails extends AccessEntry {
+  readonly remote: boolean;
+  readonly createdAt: string;
+  /** Its local listener is up. */
+  readonly online: boolean;
 }
 
 interface LiveShare {
@@ -76,6 +98,8 @@ interface LiveShare {
   readonly tcpTarget?: TcpTarget;
   readonly route: ShareRoute;
   readonly listener?: RunningListener;
+  /** The inspector's recording hop in front of the backend, when the inspector is on. */
+  readonly recording?: RecordingFront;
 }
 
 interface LiveAccess {
@@ -98,6 +122,7 @@ export class Agent {
   /** Set while the environment publishes through an installation (agent/tunnel/service.ts). */
   private publisher: SharePublisher | undefined;
   private accessTarget: (() => StreamTarget | undefined) | undefined;
+  private readonly changeListeners = new Set<() => void>();
 
   constructor(options: AgentOptions) {
     this.options = options;
@@ -158,6 +183,7 @@ export class Agent {
     return this.serialized(async () => {
       this.publisher = publisher;
       this.accessTarget = accessTarget;
+      this.changed();
       if (!publisher) return;
       const refused = await publisher.sync([...this.shares.values()].map((s) => s.record));
       if (refused.length > 0) this.options.logger.error({ refused }, 'shares not published by the installation');
@@ -169,7 +195,7 @@ export class Agent {
     const live = this.shares.get(token);
     if (!live) return undefined;
     const { shareMode } = live.record;
-    return { shareMode, backendUrl: live.backendUrl, ...(live.tcpTarget ? { tcpTarget: live.tcpTarget } : {}) };
+    return { shareMode, backendUrl: served(live), ...(live.tcpTarget ? { tcpTarget: live.tcpTarget } : {}) };
   }
 
   /**
@@ -212,6 +238,7 @@ export class Agent {
       { share: record.token, shareMode: record.shareMode, backendMode: record.backendMode },
       'share created',
     );
+    this.changed();
     return this.shareEntry(live);
   }
 
@@ -222,7 +249,7 @@ export class Agent {
       await this.publisher?.withdraw(token);
       await this.options.store.deleteShare(token);
       this.shares.delete(token);
-      await live.listener?.close();
+      await this.closeShare(live);
       const removedAccesses: string[] = [];
       for (const [accessToken, access] of this.accesses) {
         if (access.record.shareToken !== token) continue;
@@ -231,6 +258,7 @@ export class Agent {
         removedAccesses.push(accessToken);
       }
       this.options.logger.info({ share: token, removedAccesses: removedAccesses.length }, 'share removed');
+      this.changed();
       return { removedAccesses };
     });
   }
@@ -288,6 +316,7 @@ export class Agent {
       { access: record.token, share: shareToken, bindAddress: record.bindAddress },
       remote ? 'access created (through the installation)' : 'access created',
     );
+    this.changed();
     return accessEntry(record);
   }
 
@@ -299,6 +328,7 @@ export class Agent {
       this.accesses.delete(token);
       await live.listener?.close();
       this.options.logger.info({ access: token }, 'access removed');
+      this.changed();
     });
   }
 
@@ -306,6 +336,36 @@ export class Agent {
     const shares = [...this.shares.values()].map((s) => this.shareEntry(s));
     const accesses = [...this.accesses.values()].map((a) => accessEntry(a.record));
     return { shares: shares.length ? shares : null, accesses: accesses.length ? accesses : null };
+  }
+
+  /** Shares and accesses with what the agent's page shows besides the status entries. */
+  details(): { shares: ShareDetails[]; accesses: AccessDetails[] } {
+    const shares = [...this.shares.values()].map((live) => ({
+      ...this.shareEntry(live),
+      ...(live.record.oauth ? { oauth: live.record.oauth } : {}),
+      webListing: live.record.webListing ?? false,
+      createdAt: live.record.createdAt,
+      online: live.record.shareMode === 'private' || this.publisher !== undefined || !!this.options.publicUrl,
+      inspected: live.recording !== undefined,
+    }));
+    const accesses = [...this.accesses.values()].map((a) => ({
+      ...accessEntry(a.record),
+      remote: a.record.remote ?? false,
+      createdAt: a.record.createdAt,
+      online: a.listener !== undefined,
+    }));
+    return { shares, accesses };
+  }
+
+  /** Calls `listener` after every change of the shares or accesses; returns the unsubscribe function. */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  /** A share's backend URL (the target itself, never the inspector's hop), for a replay. */
+  backendOf(token: string): URL | undefined {
+    return this.shares.get(token)?.backendUrl;
   }
 
   /**
@@ -328,14 +388,14 @@ export class Agent {
   async close(): Promise<void> {
     await this.queue.catch(() => undefined);
     for (const a of this.accesses.values()) await a.listener?.close();
-    for (const s of this.shares.values()) await s.listener?.close();
+    for (const s of this.shares.values()) await this.closeShare(s);
     this.accesses.clear();
     this.shares.clear();
   }
 
   /** Stops a share's local listener and withdraws it from the installation, for a share not kept. */
   private async dropShare(live: LiveShare): Promise<void> {
-    await live.listener?.close();
+    await this.closeShare(live);
     if (this.publisher) await this.publisher.withdraw(live.record.token).catch(() => undefined);
   }
 
@@ -370,19 +430,34 @@ export class Agent {
           checkIntervalMs: parseDuration(record.oauth.checkInterval) ?? 3 * 3_600_000,
         }
       : undefined;
+    const inspector = this.options.inspector;
+    const recording = inspector
+      ? await startRecording(record.token, backendUrl, inspector.store, inspector.ownCookie)
+      : undefined;
     // The agent mints every token itself, so a share's creation time tells it from any other share.
     const route: ShareRoute = {
       token: record.token,
       instance: `${record.token}@${record.createdAt}`,
-      target: backendUrl,
+      target: recording?.url ?? backendUrl,
       ...(oauth ? { oauth } : {}),
     };
-    return { record, backendUrl, route, ...(listener ? { listener } : {}) };
+    return { record, backendUrl, route, ...(listener ? { listener } : {}), ...(recording ? { recording } : {}) };
+  }
+
+  /** Stops a share's listeners and forgets what the inspector recorded of it. */
+  private async closeShare(live: LiveShare): Promise<void> {
+    await live.recording?.close();
+    this.options.inspector?.store.forget(live.record.token);
+    await live.listener?.close();
+  }
+
+  private changed(): void {
+    for (const listener of this.changeListeners) listener();
   }
 
   private async startAccess(share: LiveShare, address: ListenAddress): Promise<RunningListener> {
     if (share.tcpTarget) return listenTcp(localTcpAccess(share.tcpTarget, this.options.logger), address);
-    const handler = proxyBackend({ target: share.backendUrl, identityHeaders: 'strip', logger: this.options.logger });
+    const handler = proxyBackend({ target: served(share), identityHeaders: 'strip', logger: this.options.logger });
     try {
       return await listenHandler(handler, address);
     } catch (err) {
@@ -429,6 +504,11 @@ export class Agent {
     this.queue = run.catch(() => undefined);
     return run;
   }
+}
+
+/** Where requests to a share go: the inspector's recording hop when it records, else the backend. */
+function served(live: LiveShare): URL {
+  return live.recording?.url ?? live.backendUrl;
 }
 
 function accessEntry(record: AccessRecord): AccessEntry {

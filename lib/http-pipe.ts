@@ -68,10 +68,12 @@ export interface BackendPipeOptions {
   readonly backendTimeoutMs: number;
   /** Told the time from sending a request to the backend's response head, in seconds. */
   readonly observeUpstream?: (seconds: number) => void;
+  /** Shown each backend response as it starts, before it is piped on (the agent's request inspector). */
+  readonly observeResponse?: (req: IncomingMessage, upstreamRes: IncomingMessage) => void;
 }
 
 export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
-  const { backendTimeoutMs, observeUpstream } = options;
+  const { backendTimeoutMs, observeUpstream, observeResponse } = options;
   const agent = new Agent(POOL);
   const tls = new TlsTransport();
   const idle = new BackendIdleWatch(backendTimeoutMs);
@@ -105,6 +107,7 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
       });
       upstream.on('response', (upstreamRes) => {
         observeUpstream?.(Number(process.hrtime.bigint() - t0) / 1e9);
+        observeResponse?.(req, upstreamRes);
         res.writeHead(
           upstreamRes.statusCode ?? 502,
           upstreamRes.statusMessage ?? '',

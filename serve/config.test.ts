@@ -29,7 +29,37 @@ describe('parseServeConfig', () => {
   it('defaults to 127.0.0.1:8080 and svc.localhost without OAuth', () => {
     expect(parseServeConfig({})).toEqual({
       frontend: { listen: { host: '127.0.0.1', port: 8080 }, domain: 'svc.localhost' },
+      ui: {
+        enabled: true,
+        listen: { host: '127.0.0.1', port: 4040 },
+        defaultListen: true,
+        inspector: { requests: 100, bodyBytes: 16384, memoryBytes: 8388608 },
+      },
     });
+  });
+
+  it('reads the ui section: a loopback page, the inspector bounds or the inspector off', () => {
+    const ui = { listen: '127.0.0.1:0', inspector: { requests: 5, body_bytes: 1024, memory_bytes: 65536 } };
+    expect(parseServeConfig({ ui }).ui).toEqual({
+      enabled: true,
+      listen: { host: '127.0.0.1', port: 0 },
+      defaultListen: false,
+      inspector: { requests: 5, bodyBytes: 1024, memoryBytes: 65536 },
+    });
+    expect(parseServeConfig({ ui: { inspector: { enabled: false } } }).ui.inspector).toBeUndefined();
+    expect(parseServeConfig({ ui: { enabled: false } }).ui.enabled).toBe(false);
+    let error: unknown;
+    try {
+      parseServeConfig({ ui: { listen: '0.0.0.0:4040', inspector: { requests: 0, body_bytes: 'big', colour: 1 } } });
+    } catch (err) {
+      error = err;
+    }
+    expect((error as ConfigError).problems.map(problemText)).toEqual([
+      'ui.listen: must be a loopback address (127.0.0.1 or ::1): the page controls this machine\'s shares, got "0.0.0.0"',
+      'ui.inspector.colour: unknown field (known: enabled, requests, body_bytes, memory_bytes)',
+      'ui.inspector.requests: must be a whole number from 1 to 10000, got 0',
+      'ui.inspector.body_bytes: must be a whole number from 1 to 16777216, got "big"',
+    ]);
   });
 
   it('takes the frontend address, domain and URL from the oauth section', () => {
@@ -53,7 +83,7 @@ describe('parseServeConfig', () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).problems.map(problemText)).toEqual([
-      'datadir: unknown field (known: data_dir, frontend, oauth, controller, agent_controller, tunnel, console)',
+      'datadir: unknown field (known: data_dir, frontend, oauth, controller, agent_controller, tunnel, console, ui)',
       'frontend.colour: unknown field (known: listen, domain, endpoint_url, metrics_listen)',
       'frontend.listen: must be ip:port (for example 0.0.0.0:8080), got "nowhere"',
       'frontend.domain: must be a DNS domain such as share.example.com, got "bad_domain!"',

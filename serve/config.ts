@@ -5,6 +5,7 @@ import { readTunnelLimits } from '../lib/config/tunnel.ts';
 import { readControllerSections, type AgentControllerConfig, type ControllerSettings } from '../controller/config.ts';
 import type { TunnelLimits } from '../lib/tunnel/protocol.ts';
 import { readConsoleConfig, type ConsoleConfig } from '../controller/console/config.ts';
+import { readUiSection, type UiConfig } from './ui-config.ts';
 
 /** Settings of `svc serve` (docs/agent.md, "Configuration"). */
 export interface ServeConfig {
@@ -17,9 +18,11 @@ export interface ServeConfig {
   readonly tunnel?: TunnelLimits;
   /** The installation's web console on the API host: read with a controller section (the installation). */
   readonly console?: ConsoleConfig;
+  /** The agent's page and request inspector (`ui`). */
+  readonly ui: UiConfig;
 }
 
-const TOP_KEYS = ['data_dir', 'frontend', 'oauth', 'controller', 'agent_controller', 'tunnel', 'console'];
+const TOP_KEYS = ['data_dir', 'frontend', 'oauth', 'controller', 'agent_controller', 'tunnel', 'console', 'ui'];
 
 /** The `svc serve` flags that take part in validation (`--data-dir` only chooses a folder). */
 export interface ServeFlags {
@@ -60,11 +63,13 @@ export function parseServeConfig(doc: unknown, flags: ServeFlags = {}, path?: st
   const console = withController ? readConsoleConfig(r, top.console) : undefined;
   if (!withController && top.console !== undefined)
     r.problem('console', 'needs a controller section (the installation)');
+  const ui = readUiSection(r, top.ui);
   r.finish(source);
   return {
     ...(console ? { console } : {}),
     ...(dataDir ? { dataDir } : {}),
     frontend,
+    ui,
     ...(oauth ? { oauth } : {}),
     ...(tunnel ? { tunnel } : {}),
     ...(sections

@@ -12,6 +12,8 @@ import { shareUrl } from '../lib/tunnel/protocol.ts';
 import { agentExecutor } from '../agent/remoting/executor.ts';
 import { startRemoting } from '../agent/remoting/service.ts';
 import { startTunnelService } from '../agent/tunnel/service.ts';
+import { InspectorStore } from '../agent/inspector/store.ts';
+import { startUi } from './ui.ts';
 
 export interface ServeOptions {
   readonly config?: string;
@@ -29,6 +31,8 @@ export interface RunningServe {
   readonly devLoginUrl?: string;
   /** `http://host:port/api/v1` when the serve config has a controller section. */
   readonly controllerUrl?: string;
+  /** The agent's page with its per-start key (`ui.enabled: false`: none). */
+  readonly pageUrl?: string;
   close(): Promise<void>;
 }
 
@@ -64,7 +68,15 @@ export async function startServe(options: ServeOptions, logger: Logger): Promise
     }
 
     const store = new FileStore(dataDir);
-    const agent = new Agent({ store, logger, providerNames: oauth?.providers.map((p) => p.name) ?? [] });
+    const providerNames = oauth?.providers.map((p) => p.name) ?? [];
+    const inspector = config.ui.enabled && config.ui.inspector ? new InspectorStore(config.ui.inspector) : undefined;
+    const ownCookie = oauth?.cookieName;
+    const agent = new Agent({
+      store,
+      logger,
+      providerNames,
+      ...(inspector ? { inspector: { store: inspector, ...(ownCookie ? { ownCookie } : {}) } } : {}),
+    });
     await agent.start();
     cleanups.push(() => agent.close());
 
@@ -91,6 +103,16 @@ export async function startServe(options: ServeOptions, logger: Logger): Promise
 
     const api = await startLocalApi(agent, socket, logger);
     cleanups.push(() => api.close());
+    const ui = config.ui.enabled
+      ? await startUi(config.ui, {
+          agent,
+          providers: providerNames,
+          logger,
+          ...(inspector ? { inspector } : {}),
+          ...(ownCookie ? { ownCookie } : {}),
+        })
+      : undefined;
+    if (ui) cleanups.push(() => ui.close());
     // Controller API and agent remoting (docs/controller.md).
     const controller = config.controller
       ? await (await import('../controller/main.ts')).startController({ ...config.controller, dataDir, logger })
@@ -117,6 +139,7 @@ export async function startServe(options: ServeOptions, logger: Logger): Promise
       frontendUrl,
       ...(devLoginUrl ? { devLoginUrl } : {}),
       ...(controller ? { controllerUrl: controller.apiUrl } : {}),
+      ...(ui ? { pageUrl: ui.url } : {}),
       close,
     };
   } catch (err) {
@@ -132,6 +155,7 @@ export async function runServe(options: ServeOptions): Promise<void> {
   const running = await startServe(options, logger);
   const lines = [
     'svc serve is ready',
+    ...(running.pageUrl ? [`  page:      ${running.pageUrl}  (shares, accesses, request inspector)`] : []),
     `  frontend:  listening on port ${running.frontendPort}; shares at ${running.frontendUrl('token').replace('//token.', '//<token>.')}`,
     `  local API: unix:${running.socketPath}`,
     ...(running.controllerUrl ? [`  controller: ${running.controllerUrl}`] : []),
