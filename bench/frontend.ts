@@ -111,6 +111,8 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BODY_BYTES = 64;
 /** The contender issue #12's targets are about: one frontend process, a logged-in visitor. */
 const OAUTH_SHARE = 'frontend, OAuth share (authenticated)';
+/** An open share whose target is the request inspector's recording hop (the agent's inspector on). */
+const INSPECTED = 'frontend, open share, inspector on';
 /** Node's floor: a proxy that moves bytes and does nothing of HTTP (bench/lib/proxy-paths.ts `relay`). */
 const RELAY = 'Node byte relay (no HTTP: the floor of Node sockets)';
 
@@ -238,6 +240,15 @@ async function main(): Promise<number> {
         freePort(),
       ]);
     const backendUrl = new URL(backend.url);
+    // The agent's request inspector: its recording hop in front of the backend (INSPECTED).
+    const hop = await startModule<{ url: string }>(
+      'inspector hop',
+      join(ROOT, 'bench/lib/inspector-hop.ts'),
+      'startInspectorHop',
+      { upstream: backendUrl.href },
+      undefined,
+      { memoryLimit: memoryLimits.next(), env: imageEnvironment(), nodeFlags: imageNodeFlags() },
+    );
     const { frontend, startup } = await startFrontendProcess({
       memoryLimits,
       root: ROOT,
@@ -246,6 +257,7 @@ async function main(): Promise<number> {
       metricsPort,
       backend: backendUrl,
       idp: idp.ready,
+      extraShares: [{ token: 'inspected', target: hop.ready.url }],
     });
     const nginx = await startNginxProxy({ dir: join(dir, 'nginx'), port: nginxPort, upstream: backendUrl });
     const startBarePipe = (path: ProxyPath) =>
@@ -323,6 +335,13 @@ async function main(): Promise<number> {
         memoryPids: () => [frontend.pid],
       },
       {
+        name: INSPECTED,
+        url: `http://127.0.0.1:${frontendPort}/`,
+        headers: { host: shareUrl('inspected').host },
+        proxyPids: () => [frontend.pid, hop.pid],
+        memoryPids: () => [frontend.pid, hop.pid],
+      },
+      {
         name: OAUTH_SHARE,
         url: `http://127.0.0.1:${frontendPort}/`,
         headers: { host: shareUrl('login').host, cookie },
@@ -375,6 +394,7 @@ async function main(): Promise<number> {
       'bare http.request proxy',
       'bare pipe with header lists',
       'frontend, open share',
+      INSPECTED,
       OAUTH_SHARE,
     ].map((prefix) => targets.find((t) => t.name.startsWith(prefix)) as Target);
     const paired =

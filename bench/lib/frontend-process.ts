@@ -87,6 +87,8 @@ export interface FrontendProcessOptions {
    * its logins itself (fresh keys, `endpoint_url` on its own port).
    */
   readonly installation?: BenchInstallation;
+  /** More shares without OAuth (token and target), e.g. one behind the request inspector's hop. */
+  readonly extraShares?: readonly { readonly token: string; readonly target: string }[];
 }
 
 /** What the frontends of one installation share (bench:share-pod). */
@@ -137,6 +139,7 @@ export async function startFrontendProcess(
     shares: [
       { token: 'open', target: backend.href },
       { token: 'login', target: backend.href, oauth_provider: 'dev', oauth_email_address_patterns: ['*@example.com'] },
+      ...(options.extraShares ?? []),
     ],
   };
   const file = join(dir, 'frontend.yaml');
