@@ -86,8 +86,8 @@ export function identityOf(headers: readonly [string, string][]): RecordedExchan
 const TEXT_TYPE = /^(text\/|application\/(json|xml|javascript|x-www-form-urlencoded|[\w.+-]+\+(json|xml)))/i;
 
 /**
- * Collects the first `limit` bytes of a body as it streams by (the stream itself is untouched),
- * counting the rest. Text when the content type says so and the body is not content-encoded.
+ * Collects the first `limit` bytes of a body as it streams by (the stream itself is untouched; its
+ * chunks are held only until the body ends), counting the rest. Text when the content type says so and the body is not content-encoded.
  */
 export class BodyCapture {
   private readonly chunks: Buffer[] = [];
@@ -103,7 +103,7 @@ export class BodyCapture {
     this.size += chunk.length;
     if (this.kept >= this.limit) return;
     const part = chunk.length <= this.limit - this.kept ? chunk : chunk.subarray(0, this.limit - this.kept);
-    this.chunks.push(Buffer.from(part));
+    this.chunks.push(part);
     this.kept += part.length;
   }
 
@@ -111,6 +111,12 @@ export class BodyCapture {
     const type = headers.find(([n]) => n === 'content-type')?.[1] ?? '';
     const encoded = headers.some(([n, v]) => n === 'content-encoding' && v !== 'identity');
     const text = this.size === 0 || (!encoded && TEXT_TYPE.test(type));
-    return { size: this.size, kept: Buffer.concat(this.chunks), truncated: this.size > this.kept, text };
+    // A buffer of its own, exactly the kept size: a small one from Node's pool would keep its 8 KiB
+    // slab alive for as long as the record lives, outside the inspector's byte bound.
+    const kept = Buffer.allocUnsafeSlow(this.kept);
+    let at = 0;
+    for (const chunk of this.chunks) at += chunk.copy(kept, at);
+    this.chunks.length = 0;
+    return { size: this.size, kept, truncated: this.size > this.kept, text };
   }
 }

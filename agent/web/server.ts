@@ -55,7 +55,10 @@ export async function startAgentPage(options: AgentPageOptions): Promise<Running
   const routes: Route[] = [...pageRoutes(context), ...apiRoutes(context)];
   const unsubscribe = [
     options.agent.onChange(() => hub.publish('*', 'changed', {})),
-    options.inspector?.subscribe((r) => hub.publish(`share:${r.share}`, 'request', summary(r))),
+    options.inspector?.subscribe((r) => {
+      const topic = `share:${r.share}`;
+      if (hub.listening(topic)) hub.publish(topic, 'request', summary(r));
+    }),
   ];
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
