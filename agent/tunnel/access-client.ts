@@ -19,13 +19,13 @@ export interface RunningAccessClient {
  */
 export function startAccessClient(options: AccessClientOptions): RunningAccessClient {
   let current: CappedSession | undefined;
-  const dialer = new Dialer('access', options, (duplex, socket) => {
-    const capped = tunnelClientSession(duplex, DEFAULT_TUNNEL_LIMITS);
+  const dialer = new Dialer('access', options, (link) => {
+    const capped = tunnelClientSession(link, DEFAULT_TUNNEL_LIMITS);
     const { session } = capped;
     session.once('remoteSettings', () => (current = capped));
     session.on('error', (err: Error) => options.logger.warn({ err: err.message }, 'access: HTTP/2 session error'));
-    session.on('close', () => socket.terminate());
-    socket.once('close', () => {
+    session.on('close', () => link.terminate());
+    link.onClose(() => {
       if (current === capped) current = undefined;
       session.destroy();
     });

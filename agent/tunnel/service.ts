@@ -8,6 +8,7 @@ import { followDataFile } from '../data-file.ts';
 import { startAccessClient, type RunningAccessClient } from './access-client.ts';
 import { fetchTunnelInfo, installationPublisher } from './publisher.ts';
 import { startTunnel, type RunningTunnel } from './tunnel-client.ts';
+import { transportFromEnv } from './transport.ts';
 
 export interface RunningTunnelService {
   /** True while the tunnel to the installation is connected. */
@@ -32,6 +33,7 @@ interface Current {
  */
 export function startTunnelService(options: { dataDir: string; agent: Agent; logger: Logger }): RunningTunnelService {
   const { dataDir, agent, logger } = options;
+  const transport = transportFromEnv();
   let current: Current | undefined;
   let warnedNoToken = false;
 
@@ -60,7 +62,7 @@ export function startTunnelService(options: { dataDir: string; agent: Agent; log
         }
         if (state.stopped) return;
         const publisher = installationPublisher({ apiEndpoint: env.apiEndpoint, token, info, logger });
-        const access = startAccessClient({ url: info.accessUrl, token, logger });
+        const access = startAccessClient({ url: info.accessUrl, token, logger, transport });
         state.access = access;
         const reconcile = () =>
           agent
@@ -80,6 +82,7 @@ export function startTunnelService(options: { dataDir: string; agent: Agent; log
           url: info.tunnelUrl,
           token,
           logger,
+          transport,
           resolve: (shareToken) => agent.tunnelShare(shareToken),
           onConnected: () => void reconcile(),
         });

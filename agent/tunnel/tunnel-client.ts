@@ -1,8 +1,8 @@
-import type { WebSocket } from 'ws';
+import type { TunnelLink } from '../../lib/tunnel/link.ts';
 import { DEFAULT_TUNNEL_LIMITS } from '../../lib/tunnel/protocol.ts';
 import { Dialer, type DialTarget } from './dialer.ts';
 import { serveStream, type TunnelledShare } from './serve-stream.ts';
-import { serveOverWebSocket } from '../../lib/tunnel/server-session.ts';
+import { serveOnLink } from '../../lib/tunnel/server-session.ts';
 import { tunnelServer } from '../../lib/tunnel/http2.ts';
 
 /** `url`: `ws(s)://<frontend>/api/v1/tunnel` */
@@ -27,14 +27,14 @@ export interface RunningTunnel {
 export function startTunnel(options: TunnelClientOptions): RunningTunnel {
   const server = tunnelServer(DEFAULT_TUNNEL_LIMITS);
   server.on('stream', (stream, headers) => serveStream(stream, headers, (token) => options.resolve(token)));
-  let current: WebSocket | undefined;
+  let current: TunnelLink | undefined;
   server.on('sessionError', (err) => {
     options.logger.warn({ err: err.message }, 'tunnel: HTTP/2 session error');
     current?.terminate();
   });
-  const dialer = new Dialer('tunnel', options, (duplex, socket) => {
-    current = socket;
-    const session = serveOverWebSocket(server, duplex, socket);
+  const dialer = new Dialer('tunnel', options, (link) => {
+    current = link;
+    const session = serveOnLink(server, link);
     options.onConnected?.();
     return session;
   });

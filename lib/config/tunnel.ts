@@ -1,5 +1,11 @@
 import type { ConfigReader } from '../config-reader.ts';
-import { DEFAULT_TUNNEL_LIMITS, pingTimeoutFor, type TunnelLimits } from '../tunnel/protocol.ts';
+import {
+  DEFAULT_TUNNEL_LIMITS,
+  TUNNEL_TRANSPORTS,
+  pingTimeoutFor,
+  type TunnelLimits,
+  type TunnelTransport,
+} from '../tunnel/protocol.ts';
 
 const KEYS = [
   'max_streams_per_tunnel',
@@ -8,6 +14,7 @@ const KEYS = [
   'ping_interval',
   'ping_timeout',
   'max_tcp_connections_per_share',
+  'transports',
 ];
 
 /**
@@ -37,6 +44,7 @@ export function readTunnelLimits(r: ConfigReader, value: unknown): TunnelLimits 
   }
   return {
     ...DEFAULT_TUNNEL_LIMITS,
+    transports: readTransports(r, t),
     maxStreamsPerTunnel: count('max_streams_per_tunnel', 10_000, DEFAULT_TUNNEL_LIMITS.maxStreamsPerTunnel),
     maxTunnelsPerEnvironment: count('max_tunnels_per_environment', 100, DEFAULT_TUNNEL_LIMITS.maxTunnelsPerEnvironment),
     streamIdleMs:
@@ -49,4 +57,19 @@ export function readTunnelLimits(r: ConfigReader, value: unknown): TunnelLimits 
       DEFAULT_TUNNEL_LIMITS.maxTcpConnectionsPerShare,
     ),
   };
+}
+
+/** `tunnel.transports`: which of `direct` and `websocket` agents may use (both by default). */
+function readTransports(r: ConfigReader, t: Record<string, unknown>): readonly TunnelTransport[] {
+  const named = r.stringArray(t, 'transports', 'tunnel', { required: false, nonEmpty: true });
+  if (!named) return DEFAULT_TUNNEL_LIMITS.transports;
+  const unknown = named.filter((n) => !TUNNEL_TRANSPORTS.some((t) => t === n));
+  if (unknown.length > 0) {
+    r.problem(
+      'tunnel.transports',
+      `must list only ${TUNNEL_TRANSPORTS.join(' and ')}, got ${unknown.map((u) => JSON.stringify(u)).join(', ')}`,
+    );
+    return DEFAULT_TUNNEL_LIMITS.transports;
+  }
+  return TUNNEL_TRANSPORTS.filter((t) => named.includes(t));
 }

@@ -1,5 +1,5 @@
 import type { Http2Session } from 'node:http2';
-import WebSocket from 'ws';
+import type { TunnelLink } from './link.ts';
 
 /** How one end of a tunnel decides that its peer is gone. */
 export interface LivenessSettings {
@@ -12,6 +12,8 @@ export interface LivenessSettings {
 /** What `Liveness` drives: a ping to send, and what to do when the peer is declared dead. */
 export interface LivenessHooks {
   ping(): void;
+  /** Looks for arrivals the watcher counts itself (calls `heard`); run before each ping and deadline. */
+  sample?(): void;
   /** Called once, with how long the peer has been silent. */
   dead(silentMs: number): void;
 }
@@ -39,7 +41,10 @@ export class Liveness {
     this.hooks = hooks;
     this.now = now;
     this.lastHeard = now();
-    this.pinger = setInterval(() => hooks.ping(), settings.pingIntervalMs);
+    this.pinger = setInterval(() => {
+      hooks.sample?.();
+      hooks.ping();
+    }, settings.pingIntervalMs);
     this.pinger.unref();
     this.deadline = this.arm(settings.pingTimeoutMs);
   }
@@ -59,6 +64,7 @@ export class Liveness {
   private arm(delayMs: number): NodeJS.Timeout {
     const timer = setTimeout(() => {
       if (this.stopped) return;
+      this.hooks.sample?.();
       const silent = this.now() - this.lastHeard;
       if (silent < this.settings.pingTimeoutMs) {
         this.deadline = this.arm(this.settings.pingTimeoutMs - silent);
@@ -73,22 +79,28 @@ export class Liveness {
 }
 
 /**
- * Watches a tunnel connection (a WebSocket carrying an HTTP/2 session, either role) with
- * `Liveness`: HTTP/2 PINGs on `session`, every WebSocket message and control frame counted as
- * heard, and the WebSocket terminated when the peer is declared dead — its `close` handlers then
- * drop the tunnel as for any other disconnect. Stops by itself when the WebSocket closes.
+ * Watches a tunnel link (either transport, either role) with `Liveness`: HTTP/2 PINGs on `session`,
+ * every byte the link received counted as heard (sampled at each ping and before the peer is declared
+ * dead), and the link terminated when the peer is declared dead — its close handlers then drop the
+ * tunnel as for any other disconnect. Stops by itself when the link closes.
  */
 export function watchTunnel(
-  socket: WebSocket,
+  link: TunnelLink,
   session: Http2Session | undefined,
   settings: LivenessSettings,
   onDead: (silentMs: number) => void,
 ): void {
-  const liveness = new Liveness(settings, {
+  let seen = link.received();
+  const liveness: Liveness = new Liveness(settings, {
+    sample: () => {
+      const now = link.received();
+      if (now !== seen) liveness.heard();
+      seen = now;
+    },
     ping: () => {
       if (!session || session.destroyed || session.connecting) return;
       try {
-        // The ack also arrives as a message; a cancelled ping (session closing) needs nothing.
+        // The ack arrives as received bytes; a cancelled ping (session closing) needs nothing.
         session.ping(() => undefined);
       } catch {
         // The session closed between the check and the ping.
@@ -96,18 +108,9 @@ export function watchTunnel(
     },
     dead: (silentMs) => {
       onDead(silentMs);
-      socket.terminate();
+      link.terminate();
     },
   });
-  const heard = (): void => liveness.heard();
-  socket.on('message', heard);
-  socket.on('ping', heard);
-  socket.on('pong', heard);
-  socket.once('close', () => {
-    liveness.stop();
-    socket.off('message', heard);
-    socket.off('ping', heard);
-    socket.off('pong', heard);
-  });
-  if (socket.readyState !== WebSocket.OPEN) liveness.stop();
+  link.onClose(() => liveness.stop());
+  if (!link.open) liveness.stop();
 }

@@ -6,8 +6,10 @@ import { connectionListed } from '../hop-by-hop.ts';
  * The tunnel wire protocol, shared by the agent (agent/tunnel) and the installation's public
  * frontend (sidecar/tunnel); docs/design.md, "The tunnel".
  *
- * The agent dials out: a WebSocket upgrade to `TUNNEL_PATH` on the frontend's endpoint host,
- * authenticated by the environment's token in `ENVIRONMENT_TOKEN_HEADER`. Over the upgraded
+ * The agent dials out: an HTTP/1.1 upgrade to `TUNNEL_PATH` on the frontend's endpoint host,
+ * authenticated by the environment's token in `ENVIRONMENT_TOKEN_HEADER` — `Upgrade:
+ * svc-tunnel-h2` (`DIRECT_UPGRADE`: HTTP/2 runs on the upgraded connection itself) or a WebSocket
+ * (HTTP/2 runs in its messages; for proxies that pass only WebSockets). Over the upgraded
  * connection runs HTTP/2 with reversed roles: the frontend is the HTTP/2 client and opens one stream
  * per visitor request; the agent is the HTTP/2 server and answers it from the share named by the
  * first label of `:authority`. WebSockets travel as RFC 8441 extended CONNECT streams
@@ -18,6 +20,16 @@ import { connectionListed } from '../hop-by-hop.ts';
 export const TUNNEL_PATH = '/api/v1/tunnel';
 export const ACCESS_PATH = '/api/v1/tunnel/access';
 export const ENVIRONMENT_TOKEN_HEADER = 'x-environment-token';
+/** The `Upgrade` token of the direct transport (lib/tunnel/link.ts). */
+export const DIRECT_UPGRADE = 'svc-tunnel-h2';
+
+/**
+ * How a tunnel's HTTP/2 session travels: `direct` on the upgraded connection itself (the socket is
+ * handed to Node's HTTP/2, which reads and writes it natively), `websocket` as the payload of a
+ * WebSocket (for proxies that pass nothing else; every byte crosses JavaScript twice).
+ */
+export type TunnelTransport = 'direct' | 'websocket';
+export const TUNNEL_TRANSPORTS: readonly TunnelTransport[] = ['direct', 'websocket'];
 
 /**
  * Set by the frontend on every tunnelled stream (whatever a client sent is replaced): `public` for
@@ -54,6 +66,8 @@ export interface TunnelLimits {
   readonly maxTcpConnectionsPerShare: number;
   /** Largest header block of one request or response (HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE). */
   readonly maxHeaderListBytes: number;
+  /** The transports the endpoint accepts (lib/tunnel/link.ts); an agent asking for another falls back. */
+  readonly transports: readonly TunnelTransport[];
 }
 
 /** The ping timeout when only the interval is set: two missed pings plus 2 s for the round trip. */
@@ -73,6 +87,7 @@ export const DEFAULT_TUNNEL_LIMITS: TunnelLimits = {
   maxTcpConnectionsPerShare: 64,
   // Node's HTTP/1 parser accepts 16 KiB of headers; the frontend adds the identity and forwarding ones.
   maxHeaderListBytes: 32 * 1024,
+  transports: TUNNEL_TRANSPORTS,
 };
 
 /**

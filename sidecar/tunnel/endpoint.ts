@@ -1,8 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { IncomingHttpHeaders as Http2Headers, ServerHttp2Stream } from 'node:http2';
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocketServer } from 'ws';
 import { errorText } from '../../lib/errors.ts';
 import { stripIdentityHeaders } from '../../lib/identity-headers.ts';
 import type { Logger } from '../../lib/logger.ts';
@@ -12,11 +13,12 @@ import { refuseTcpStream } from '../../lib/tunnel/tcp-relay.ts';
 import { ConnectionCounter } from './connection-counter.ts';
 import { watchTunnel } from '../../lib/tunnel/liveness.ts';
 import { AGENT_VERSION_HEADER, type EnvironmentPresence } from '../../lib/tunnel/presence.ts';
-import { webSocketDuplex } from '../../lib/tunnel/ws-duplex.ts';
+import { socketLink, webSocketLink, type TunnelLink } from '../../lib/tunnel/link.ts';
 import {
   ACCESS_PATH,
   CLOSE_REVOKED,
   CLOSE_TOO_MANY_TUNNELS,
+  DIRECT_UPGRADE,
   ENVIRONMENT_TOKEN_HEADER,
   MAX_FRAME_MESSAGE_BYTES,
   TCP_PROTOCOL,
@@ -26,7 +28,7 @@ import {
   type TunnelLimits,
 } from '../../lib/tunnel/protocol.ts';
 import type { HeldTunnel, TunnelLocator } from './locator.ts';
-import { serveOverWebSocket } from '../../lib/tunnel/server-session.ts';
+import { serveOnLink } from '../../lib/tunnel/server-session.ts';
 import { tunnelClientSession, tunnelServer } from '../../lib/tunnel/http2.ts';
 
 export interface TunnelEndpointOptions {
@@ -42,9 +44,12 @@ export interface TunnelEndpointOptions {
 const SETTINGS_TIMEOUT_MS = 10_000;
 
 /**
- * The frontend's end of the tunnels: accepts the WebSocket upgrades agents send to `TUNNEL_PATH`
- * (an agent serving its shares) and `ACCESS_PATH` (an agent reaching a private share of its
- * account), each authenticated by the environment's token before the upgrade completes. Refusals
+ * The frontend's end of the tunnels: accepts the upgrades agents send to `TUNNEL_PATH` (an agent
+ * serving its shares) and `ACCESS_PATH` (an agent reaching a private share of its account), each
+ * authenticated by the environment's token before the upgrade completes. Either transport
+ * (lib/tunnel/link.ts) the limits allow: `Upgrade: svc-tunnel-h2` (direct) or a WebSocket. A direct
+ * upgrade the limits do not allow is answered 400 by the WebSocket server, exactly as an
+ * installation without the direct transport answers it, so the agent falls back to a WebSocket. Refusals
  * (no token, forged or revoked token, too many tunnels, too many streams) are logged with the peer
  * address and the claimed environment, never the token.
  */
@@ -55,7 +60,7 @@ export class TunnelEndpoint {
     maxPayload: MAX_FRAME_MESSAGE_BYTES,
     perMessageDeflate: false,
   });
-  private readonly accessSockets = new Map<string, Set<WebSocket>>();
+  private readonly accessLinks = new Map<string, Set<TunnelLink>>();
   private readonly tcpConnections: ConnectionCounter;
   private readonly unsubscribe: () => void;
 
@@ -85,11 +90,17 @@ export class TunnelEndpoint {
     directory.authenticate(token).then(
       (identity) => {
         if (!identity) return refuse('the environment token is not valid (forged, foreign or revoked)');
-        this.wss.handleUpgrade(req, socket, head, (ws) =>
+        const accept = (link: TunnelLink) =>
           path === TUNNEL_PATH
-            ? this.acceptTunnel(ws, identity, peer, req.headers[AGENT_VERSION_HEADER])
-            : this.acceptAccess(ws, identity, peer),
-        );
+            ? this.acceptTunnel(link, identity, peer, req.headers[AGENT_VERSION_HEADER])
+            : this.acceptAccess(link, identity, peer);
+        const { transports } = this.options.limits;
+        if (isDirectUpgrade(req) && transports.includes('direct')) return accept(acceptDirect(socket, head));
+        if (!isDirectUpgrade(req) && !transports.includes('websocket')) {
+          logger.warn({ peer, claimed, path }, 'tunnel refused: the WebSocket transport is turned off');
+          return rejectSocket(socket, 400, 'Bad Request');
+        }
+        this.wss.handleUpgrade(req, socket, head, (ws) => accept(webSocketLink(ws)));
       },
       (err: unknown) => {
         logger.error({ err: errorText(err), claimed }, 'tunnel: cannot check the environment token');
@@ -109,22 +120,20 @@ export class TunnelEndpoint {
     for (const envZId of this.options.locator.connected()) {
       this.options.locator.closeEnvironment(envZId, 1001, 'frontend shutting down');
     }
-    for (const sockets of this.accessSockets.values()) for (const ws of sockets) ws.terminate();
-    this.accessSockets.clear();
+    for (const links of this.accessLinks.values()) for (const link of links) link.terminate();
+    this.accessLinks.clear();
     this.wss.close();
   }
 
   private acceptTunnel(
-    ws: WebSocket,
+    link: TunnelLink,
     identity: EnvironmentIdentity,
     peer: string | undefined,
     version: string | string[] | undefined,
   ): void {
     const { limits, locator, logger, presence } = this.options;
     const { envZId } = identity;
-    const duplex = webSocketDuplex(ws);
-    duplex.on('error', () => undefined);
-    const capped = tunnelClientSession(duplex, limits);
+    const capped = tunnelClientSession(link, limits);
     const { session } = capped;
     const tunnel: HeldTunnel = {
       id: randomUUID(),
@@ -136,10 +145,10 @@ export class TunnelEndpoint {
           throw err;
         }
       },
-      close: (code, reason) => ws.close(code, reason),
+      close: (code, reason) => link.close(code, reason),
     };
     let attached = false;
-    const settingsTimer = setTimeout(() => ws.terminate(), SETTINGS_TIMEOUT_MS);
+    const settingsTimer = setTimeout(() => link.terminate(), SETTINGS_TIMEOUT_MS);
     session.once('remoteSettings', () => {
       clearTimeout(settingsTimer);
       if (!locator.attach(envZId, tunnel)) {
@@ -147,19 +156,19 @@ export class TunnelEndpoint {
           { envZId, peer, max: limits.maxTunnelsPerEnvironment },
           'tunnel refused: the environment holds the maximum number of tunnels',
         );
-        ws.close(CLOSE_TOO_MANY_TUNNELS, 'too many tunnels for this environment');
+        link.close(CLOSE_TOO_MANY_TUNNELS, 'too many tunnels for this environment');
         return;
       }
       attached = true;
       presence?.connected(envZId, version);
-      logger.info({ envZId, peer, tunnel: tunnel.id }, 'tunnel: agent connected');
+      logger.info({ envZId, peer, tunnel: tunnel.id, transport: link.transport }, 'tunnel: agent connected');
     });
     session.on('error', (err) => logger.warn({ envZId, err: errorText(err) }, 'tunnel: session error'));
-    session.on('close', () => ws.terminate());
-    watchTunnel(ws, session, limits, (silentMs) =>
+    session.on('close', () => link.terminate());
+    watchTunnel(link, session, limits, (silentMs) =>
       logger.warn({ envZId, peer, tunnel: tunnel.id, silentMs }, 'tunnel: agent silent; dropping the tunnel'),
     );
-    ws.on('close', () => {
+    link.onClose(() => {
       clearTimeout(settingsTimer);
       session.destroy();
       if (!attached) return;
@@ -169,33 +178,31 @@ export class TunnelEndpoint {
     });
   }
 
-  private acceptAccess(ws: WebSocket, identity: EnvironmentIdentity, peer: string | undefined): void {
+  private acceptAccess(link: TunnelLink, identity: EnvironmentIdentity, peer: string | undefined): void {
     const { limits, logger } = this.options;
-    const sockets = this.accessSockets.get(identity.envZId) ?? new Set<WebSocket>();
-    if (sockets.size >= limits.maxTunnelsPerEnvironment) {
+    const links = this.accessLinks.get(identity.envZId) ?? new Set<TunnelLink>();
+    if (links.size >= limits.maxTunnelsPerEnvironment) {
       logger.warn(
         { envZId: identity.envZId, peer },
         'access refused: the environment holds the maximum number of connections',
       );
-      ws.close(CLOSE_TOO_MANY_TUNNELS, 'too many access connections for this environment');
+      link.close(CLOSE_TOO_MANY_TUNNELS, 'too many access connections for this environment');
       return;
     }
-    sockets.add(ws);
-    this.accessSockets.set(identity.envZId, sockets);
-    const duplex = webSocketDuplex(ws);
-    duplex.on('error', () => undefined);
+    links.add(link);
+    this.accessLinks.set(identity.envZId, links);
     const server = tunnelServer(limits);
     server.on('stream', (stream, headers) => this.accessStream(identity, stream, headers));
-    server.on('sessionError', () => ws.terminate());
-    const session = serveOverWebSocket(server, duplex, ws);
-    watchTunnel(ws, session, limits, (silentMs) =>
+    server.on('sessionError', () => link.terminate());
+    const session = serveOnLink(server, link);
+    watchTunnel(link, session, limits, (silentMs) =>
       logger.warn({ envZId: identity.envZId, peer, silentMs }, 'access: agent silent; dropping the connection'),
     );
-    logger.info({ envZId: identity.envZId, peer }, 'access: agent connected');
-    ws.on('close', () => {
-      sockets.delete(ws);
-      if (sockets.size === 0) this.accessSockets.delete(identity.envZId);
-      duplex.destroy();
+    logger.info({ envZId: identity.envZId, peer, transport: link.transport }, 'access: agent connected');
+    link.onClose(() => {
+      links.delete(link);
+      if (links.size === 0) this.accessLinks.delete(identity.envZId);
+      link.stream.destroy();
     });
   }
 
@@ -237,8 +244,22 @@ export class TunnelEndpoint {
 
   private revoke(envZId: string): void {
     this.options.locator.closeEnvironment(envZId, CLOSE_REVOKED, 'environment credential revoked');
-    for (const ws of this.accessSockets.get(envZId) ?? []) ws.close(CLOSE_REVOKED, 'environment credential revoked');
-    this.accessSockets.delete(envZId);
+    for (const link of this.accessLinks.get(envZId) ?? []) link.close(CLOSE_REVOKED, 'environment credential revoked');
+    this.accessLinks.delete(envZId);
     this.options.logger.info({ envZId }, 'tunnel: environment revoked; its tunnels are closed');
   }
+}
+
+/** Whether an upgrade asks for the direct transport (`Upgrade: svc-tunnel-h2`). */
+function isDirectUpgrade(req: IncomingMessage): boolean {
+  return (req.headers.upgrade ?? '').trim().toLowerCase() === DIRECT_UPGRADE;
+}
+
+/**
+ * Completes a direct upgrade: the 101 answer, then the connection itself carries HTTP/2. The
+ * frontend's HTTP server hands a plain or TLS socket to its `upgrade` listeners; either is a `Socket`.
+ */
+function acceptDirect(socket: Duplex, head: Buffer): TunnelLink {
+  socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${DIRECT_UPGRADE}\r\n\r\n`);
+  return socketLink(socket as Socket, head);
 }

@@ -68,6 +68,20 @@ describe('svc public-frontend config', () => {
     ).toEqual(['tunnel.ping_timeout: must be longer than tunnel.ping_interval (5000 ms), got 5000 ms']);
   });
 
+  it('reads the transports agents may use: both by default, a clear problem for an unknown one', () => {
+    const transportsOf = (tunnel: unknown) =>
+      parsePublicFrontendConfig({ tunnel, controller: { url: 'http://c', credential_file: 'credential' } }, configPath)
+        .tunnel.transports;
+    expect(transportsOf({})).toEqual(['direct', 'websocket']);
+    expect(transportsOf({ transports: ['websocket'] })).toEqual(['websocket']);
+    expect(
+      problemsOf({
+        tunnel: { transports: ['websocket', 'quic'] },
+        controller: { url: 'http://c', credential_file: 'credential' },
+      }),
+    ).toEqual(['tunnel.transports: must list only direct and websocket, got "quic"']);
+  });
+
   it('reports every problem of every section with its field path', () => {
     expect(
       problemsOf({
