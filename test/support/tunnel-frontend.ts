@@ -1,5 +1,5 @@
 import type { Logger } from '../../lib/logger.ts';
-import type { ShareDirectory } from '../../lib/tunnel/directory.ts';
+import type { EnvironmentIdentity, PublishedShare, ShareDirectory } from '../../lib/tunnel/directory.ts';
 import type { TunnelLimits } from '../../lib/tunnel/protocol.ts';
 import { startFrontend, type RunningFrontend } from '../../sidecar/frontend.ts';
 import { TunnelEndpoint } from '../../sidecar/tunnel/endpoint.ts';
@@ -34,4 +34,33 @@ export async function startTunnelFrontend(options: {
     onUpgrade: (req, socket, head) => endpoint.handleUpgrade(req, socket, head),
   });
   return { frontend, endpoint, locator };
+}
+
+/** Environment tokens of two machines of one account: `owner` holds the shares, `second` accesses them. */
+export const TWO_MACHINES = {
+  owner: 'svcv_aaaaaaaaaaaa_secret-of-environment-a-0123456789abcdefghijk',
+  second: 'svcv_bbbbbbbbbbbb_secret-of-environment-b-0123456789abcdefghijk',
+};
+
+/** A directory of `pub1` (public) and `priv1` (private), both of the owner of `TWO_MACHINES`. */
+export function twoMachineDirectory(): ShareDirectory {
+  const identities: Record<string, EnvironmentIdentity> = {
+    [TWO_MACHINES.owner]: { envZId: 'aaaaaaaaaaaa', accountId: 'alice' },
+    [TWO_MACHINES.second]: { envZId: 'bbbbbbbbbbbb', accountId: 'alice' },
+  };
+  return {
+    lookup: (token: string): PublishedShare | undefined =>
+      token === 'pub1' || token === 'priv1'
+        ? {
+            token,
+            instance: `${token}-1`,
+            envZId: 'aaaaaaaaaaaa',
+            accountId: 'alice',
+            shareMode: token === 'pub1' ? 'public' : 'private',
+            backendMode: 'proxy',
+          }
+        : undefined,
+    authenticate: (token: string) => Promise.resolve(identities[token]),
+    onRevoked: () => () => undefined,
+  };
 }

@@ -7,13 +7,13 @@ import { remoteAccessHandler } from '../../agent/tunnel/remote-access.ts';
 import type { TunnelledShare } from '../../agent/tunnel/serve-stream.ts';
 import { startTunnel, type RunningTunnel } from '../../agent/tunnel/tunnel-client.ts';
 import { createLogger } from '../../lib/logger.ts';
-import type { EnvironmentIdentity, PublishedShare, ShareDirectory } from '../../lib/tunnel/directory.ts';
 import { ACCESS_PATH, DEFAULT_TUNNEL_LIMITS, TUNNEL_PATH, tunnelUrl } from '../../lib/tunnel/protocol.ts';
 import type { RunningFrontend } from '../../sidecar/frontend.ts';
 import type { TunnelEndpoint } from '../../sidecar/tunnel/endpoint.ts';
 import type { LocalTunnels } from '../../sidecar/tunnel/locator.ts';
 import { suiteFigures } from '../support/figures.ts';
-import { startTunnelFrontend } from '../support/tunnel-frontend.ts';
+import { startTunnelFrontend, TWO_MACHINES, twoMachineDirectory } from '../support/tunnel-frontend.ts';
+import { tunnelTransport } from '../support/tunnel-transport.ts';
 import { until } from '../support/until.ts';
 
 /**
@@ -22,32 +22,14 @@ import { until } from '../support/until.ts';
  * backend's request is aborted. Real frontend, tunnel and access clients on loopback, and a backend
  * that sends part of a body and then holds it (for the tunnel to be dropped) or hangs up.
  */
-const figures = suiteFigures('tunnel-truncation');
+const figures = suiteFigures(tunnelTransport() === 'direct' ? 'tunnel-truncation' : 'tunnel-truncation-websocket');
 const DOMAIN = 'truncation.localhost';
-const OWNER = 'svcv_aaaaaaaaaaaa_secret-of-environment-a-0123456789abcdefghijk';
-const SECOND = 'svcv_bbbbbbbbbbbb_secret-of-environment-b-0123456789abcdefghijk';
-const IDENTITIES: Record<string, EnvironmentIdentity> = {
-  [OWNER]: { envZId: 'aaaaaaaaaaaa', accountId: 'alice' },
-  [SECOND]: { envZId: 'bbbbbbbbbbbb', accountId: 'alice' },
-};
+const OWNER = TWO_MACHINES.owner;
+const SECOND = TWO_MACHINES.second;
 const PART = 'p'.repeat(1000);
 const WHOLE = 4 * PART.length;
 
-const directory: ShareDirectory = {
-  lookup: (token: string): PublishedShare | undefined =>
-    token === 'pub1' || token === 'priv1'
-      ? {
-          token,
-          instance: `${token}-1`,
-          envZId: 'aaaaaaaaaaaa',
-          accountId: 'alice',
-          shareMode: token === 'pub1' ? 'public' : 'private',
-          backendMode: 'proxy',
-        }
-      : undefined,
-  authenticate: (token: string) => Promise.resolve(IDENTITIES[token]),
-  onRevoked: () => () => undefined,
-};
+const directory = twoMachineDirectory();
 
 /** Sockets of responses the backend is holding mid-body, and the uploads it saw end. */
 const holding = new Set<Socket>();
@@ -121,6 +103,7 @@ async function connectTunnel(): Promise<RunningTunnel> {
     ['priv1', { shareMode: 'private', backendUrl: new URL(backendUrl) }],
   ]);
   const running = startTunnel({
+    transport: tunnelTransport(),
     url: tunnelUrl(`http://127.0.0.1:${frontendPort}`, TUNNEL_PATH),
     token: OWNER,
     logger: createLogger('agent', { level: 'silent' }),
@@ -142,6 +125,7 @@ beforeAll(async () => {
   frontendPort = frontend.port;
   tunnel = await connectTunnel();
   access = startAccessClient({
+    transport: tunnelTransport(),
     url: tunnelUrl(`http://127.0.0.1:${frontendPort}`, ACCESS_PATH),
     token: SECOND,
     logger: createLogger('access', { level: 'silent' }),
@@ -164,7 +148,7 @@ afterAll(async () => {
   await new Promise((resolve) => backend?.close(resolve));
   if (injections.length > 0) {
     figures.fault({
-      fault: 'Body cut short on the tunnel (dropped, backend hung up, upload abandoned)',
+      fault: `Body cut short on the tunnel (dropped, backend hung up, upload abandoned; ${tunnelTransport()} transport)`,
       injections: injections.length,
       outcome:
         'each a failure at the other end: the visitor connection cut, the backend request aborted ' +

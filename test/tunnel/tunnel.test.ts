@@ -17,6 +17,7 @@ import { LogCapture } from '../support/frontend.ts';
 import { request } from '../support/raw-http.ts';
 import { startTunnelBackend, type TunnelTestBackend, websocketRoundTrip } from '../support/tunnel-backend.ts';
 import { startTunnelFrontend } from '../support/tunnel-frontend.ts';
+import { tunnelTransport } from '../support/tunnel-transport.ts';
 
 /**
  * The tunnel on loopback, in one process: the real frontend with the tunnel endpoint, agents' tunnel
@@ -85,6 +86,7 @@ const until = async (check: () => boolean, what: string) => {
 
 function agentTunnel(token: string, shares = agentShares()): RunningTunnel {
   const running = startTunnel({
+    transport: tunnelTransport(),
     url: url(TUNNEL_PATH),
     token,
     logger: createLogger('agent', { level: 'silent' }),
@@ -107,6 +109,8 @@ beforeAll(async () => {
   ({ frontend, endpoint, locator } = await startTunnelFrontend({ domain: DOMAIN, directory, limits, logger }));
   tunnel = agentTunnel(TOKENS.a);
   await until(() => tunnel.connected && locator.find('aaaaaaaaaaaa') !== undefined, 'the tunnel');
+  // Every suite runs once per transport: make sure it is the one asked for.
+  expect(logs.text).toContain(`"transport":"${tunnelTransport()}"`);
 });
 
 afterAll(async () => {
@@ -217,6 +221,7 @@ describe('private access from a second machine of the account', () => {
 
   beforeAll(async () => {
     access = startAccessClient({
+      transport: tunnelTransport(),
       url: url(ACCESS_PATH),
       token: TOKENS.b,
       logger: createLogger('b', { level: 'silent' }),
@@ -258,6 +263,7 @@ describe('private access from a second machine of the account', () => {
     expect((await request(toPublic.port, '/echo')).status).toBe(404);
 
     const mallory = startAccessClient({
+      transport: tunnelTransport(),
       url: url(ACCESS_PATH),
       token: TOKENS.c,
       logger: createLogger('c', { level: 'silent' }),
