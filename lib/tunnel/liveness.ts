@@ -78,10 +78,13 @@ export class Liveness {
   }
 }
 
+/** How often a watched link's received-byte count is read (a getter; no I/O). */
+const SAMPLE_MS = 500;
+
 /**
  * Watches a tunnel link (either transport, either role) with `Liveness`: HTTP/2 PINGs on `session`,
- * every byte the link received counted as heard (sampled at each ping and before the peer is declared
- * dead), and the link terminated when the peer is declared dead — its close handlers then drop the
+ * every byte the link received counted as heard (its count read every `SAMPLE_MS`, at each ping and
+ * before the peer is declared dead), and the link terminated when the peer is declared dead — its close handlers then drop the
  * tunnel as for any other disconnect. Stops by itself when the link closes.
  */
 export function watchTunnel(
@@ -91,26 +94,37 @@ export function watchTunnel(
   onDead: (silentMs: number) => void,
 ): void {
   let seen = link.received();
+  const sample = (): void => {
+    const now = link.received();
+    if (now !== seen) liveness.heard();
+    seen = now;
+  };
+  // A change is stamped when it is sampled, so the sampling period adds to the detection time.
+  const sampler = setInterval(sample, Math.min(SAMPLE_MS, settings.pingIntervalMs));
+  sampler.unref();
   const liveness: Liveness = new Liveness(settings, {
-    sample: () => {
-      const now = link.received();
-      if (now !== seen) liveness.heard();
-      seen = now;
-    },
+    sample,
     ping: () => {
       if (!session || session.destroyed || session.connecting) return;
       try {
-        // The ack arrives as received bytes; a cancelled ping (session closing) needs nothing.
-        session.ping(() => undefined);
+        // An ack is heard the moment it arrives; a cancelled ping (session closing) needs nothing.
+        session.ping((err) => {
+          if (!err) liveness.heard();
+        });
       } catch {
         // The session closed between the check and the ping.
       }
     },
     dead: (silentMs) => {
+      clearInterval(sampler);
       onDead(silentMs);
       link.terminate();
     },
   });
-  link.onClose(() => liveness.stop());
-  if (!link.open) liveness.stop();
+  const stop = (): void => {
+    clearInterval(sampler);
+    liveness.stop();
+  };
+  link.onClose(stop);
+  if (!link.open) stop();
 }

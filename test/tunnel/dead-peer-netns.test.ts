@@ -15,7 +15,7 @@ import { writeInstallationConfig } from './netns-installation.ts';
  * Dead-peer detection of the tunnel with the network silently cut: the laptop (`svc serve` in its
  * own network namespace) loses its link by iptables DROP both ways on its interface — no FIN, no
  * RST, exactly a closed lid or a dropped NAT entry. Both ends must notice within 10 s on the
- * product's default ping settings: the installation drops the tunnel (visitors get "Share
+ * product's default ping settings and transport (direct): the installation drops the tunnel (visitors get "Share
  * offline", a request in flight fails), the agent drops its end and re-dials once the link is back.
  */
 const figures = suiteFigures('tunnel-dead-peer');
@@ -78,6 +78,8 @@ beforeAll(async () => {
   const enabled = await cli(['enable', account, '--api-endpoint', apiBase]);
   expect(enabled.code, enabled.stderr).toBe(0);
   await laptop.waitFor(/tunnel: connected to the installation/);
+  // The product's default: HTTP/2 directly on the upgraded socket.
+  expect(laptop.output()).toMatch(/"transport":"direct"[^\n]*tunnel: connected to the installation/);
   const shared = await cli(['share', 'public', `http://127.0.0.1:${backendPort}`, '--json']);
   expect(shared.code, shared.stderr).toBe(0);
   token = (JSON.parse(shared.stdout) as { token: string }).token;
