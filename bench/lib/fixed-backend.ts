@@ -41,8 +41,16 @@ export async function startFixedBackend(options: FixedBackendOptions = {}): Prom
   const body = fixedBody(options.bodyBytes ?? 64);
   const headers = { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(body.length) };
   const server = createServer({ keepAliveTimeout: 65_000, headersTimeout: 66_000 }, (req, res) => {
-    // Drain any request body, then answer; GETs have none.
+    // Drain any request body, then answer; GETs have none. An upload is answered once it is all
+    // read, so its time covers the whole body (bench/lib/upload.ts).
     req.resume();
+    if (req.method === 'POST') {
+      req.once('end', () => {
+        res.writeHead(200, headers);
+        res.end(body);
+      });
+      return;
+    }
     if (req.url?.startsWith('/big?')) {
       streamBody(res, Number(new URL(req.url, 'http://x').searchParams.get('mib')));
       return;

@@ -20,6 +20,8 @@ export interface SvcProcessOptions {
   readonly dataDir: string;
   /** Extra Node flags, e.g. `--cpu-prof` (the profile is written when the process exits cleanly). */
   readonly nodeFlags?: readonly string[];
+  /** Extra environment variables, e.g. `SVC_TUNNEL_TRANSPORT`. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** A running `svc serve`: its frontend port is read from the ready banner. */
@@ -32,7 +34,7 @@ export function startSvcServe(options: SvcProcessOptions): Promise<SvcServe> {
     command: process.execPath,
     args: [...(options.nodeFlags ?? []), SVC, 'serve', '--data-dir', options.dataDir, '--listen', '127.0.0.1:0'],
     cwd: ROOT,
-    env: ENV,
+    env: { ...ENV, ...options.env },
     timeoutMs: 60_000,
     ready: (line) => {
       const match = /frontend: {2}listening on port (\d+)/.exec(line);
