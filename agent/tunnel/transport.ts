@@ -1,8 +1,9 @@
-import http, { type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import WebSocket from 'ws';
 import { SvcError } from '../../lib/errors.ts';
+import { request as httpRequest } from '../../lib/node-http.ts';
 import { socketLink, webSocketLink, type TunnelLink } from '../../lib/tunnel/link.ts';
 import { AGENT_VERSION_HEADER } from '../../lib/tunnel/presence.ts';
 import { SVC_VERSION } from '../../lib/version.ts';
@@ -100,7 +101,7 @@ export function dialDirect({ url, token, handshakeTimeoutMs }: DialRequest): Pro
   const secure = target.protocol === 'wss:' || target.protocol === 'https:';
   target.protocol = secure ? 'https:' : 'http:';
   return new Promise((resolve, reject) => {
-    const req = (secure ? https : http).request(target, {
+    const req = (secure ? https.request : httpRequest)(target, {
       headers: {
         connection: 'Upgrade',
         upgrade: DIRECT_UPGRADE,

@@ -69,8 +69,8 @@ export function closeCodeOf(opaqueData: Buffer | undefined): number | undefined 
   return code >= 1000 && code <= 4999 ? code : undefined;
 }
 
-/** How long a closing direct link waits for its GOAWAY to leave before it drops the connection. */
-const GOAWAY_GRACE_MS = 1_000;
+/** How long a closing direct link waits for its GOAWAY to be written before it cuts the connection. */
+const GOAWAY_GRACE_MS = 50;
 
 /**
  * An upgraded TCP (or TLS) socket as a tunnel link: HTTP/2 runs on the socket itself. `head` is what
@@ -97,18 +97,16 @@ export function socketLink(socket: Socket, head: Buffer): TunnelLink {
         code ??= closeCodeOf(data);
       });
     },
+    // The GOAWAY carries the code; the connection is then cut, not ended gracefully, so the streams
+    // in flight fail at both ends (a graceful close would let the peer read them as ended whole).
     close: (closeCode, reason) => {
       code ??= closeCode;
-      if (session && !session.destroyed) {
-        try {
-          session.goaway(0, 0, Buffer.from(`${CLOSE_DATA_PREFIX}${closeCode} ${reason}`));
-        } catch {
-          // The session closed meanwhile; the socket is ended below all the same.
-        }
-        session.close();
+      try {
+        session?.goaway(0, 0, Buffer.from(`${CLOSE_DATA_PREFIX}${closeCode} ${reason}`));
+      } catch {
+        // The session closed meanwhile; the socket is cut all the same.
       }
-      socket.end();
-      setTimeout(() => socket.destroy(), GOAWAY_GRACE_MS).unref();
+      setTimeout(() => link.terminate(), GOAWAY_GRACE_MS).unref();
     },
     // The socket first: a session destroyed on a live socket would still write its streams' closing
     // frames, which the peer could read as bodies that ended whole.
