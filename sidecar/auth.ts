@@ -17,6 +17,8 @@ import { credentialMatches, deriveShareCredential } from '../lib/share-keys.ts';
 import { installationKeyRing, shareKeyRing, type KeyRing } from './share-keys.ts';
 import { localSharedState, type SharedState } from './shared-state.ts';
 import { sessionCookies, type Session, type SessionCookies } from './session.ts';
+import { sessionCookieName } from './cookies.ts';
+import { HandOvers } from './handover.ts';
 import type { ShareSource } from '../lib/share/source.ts';
 
 /** Result of checking a request to an OAuth share: proceed with this session, or the response was sent. */
@@ -49,6 +51,7 @@ export class Authenticator implements RenewService {
   readonly providers: Map<string, Provider>;
   readonly sessions: SessionCookies;
   private readonly logins: LoginStates;
+  private readonly handOvers: HandOvers;
   private readonly config: OAuthConfig;
   private readonly shares: () => ShareSource;
   private readonly metrics: FrontendMetrics;
@@ -82,8 +85,10 @@ export class Authenticator implements RenewService {
     } else {
       this.keys = installationKeyRing(keys, clock);
     }
-    const cookieOptions = { domain: config.cookieDomain, secure: config.endpointUrl.protocol === 'https:' };
-    this.sessions = sessionCookies(this.keys, config.cookieName, cookieOptions, clock);
+    // The session cookie is each share host's own (host-only): no other share can plant it.
+    const cookieOptions = { secure: config.endpointUrl.protocol === 'https:' };
+    const name = sessionCookieName(config.cookieName, cookieOptions.secure);
+    this.sessions = sessionCookies(this.keys, name, cookieOptions, clock);
     this.renewer = config.authService
       ? remoteRenewer(config.authService, this.sessions)
       : (session, share) => this.renewHere(session, share);
@@ -96,6 +101,8 @@ export class Authenticator implements RenewService {
       clock,
       shared,
     );
+    const bindLifetimeMs = config.intermediateLifetimeMs;
+    this.handOvers = new HandOvers(this.keys, config.cookieName, cookieOptions.secure, bindLifetimeMs, clock, shared);
   }
 
   /** Every provider usable (oidc discovery done). */
@@ -255,11 +262,42 @@ export class Authenticator implements RenewService {
       sendPage(res, 401, 'Login required', 'Your session has ended. Reload the page to sign in again.');
       return;
     }
-    const ticket = this.logins.ticket(provider.name, share, req.url ?? '/');
+    const binding = this.handOvers.bind(req.headers.cookie);
+    const ticket = this.logins.ticket(provider.name, share, req.url ?? '/', binding.digest);
     const start = new URL(`/${provider.name}/auth/start`, this.config.endpointUrl);
     start.searchParams.set('ticket', ticket);
     this.metrics.request('login_redirect');
-    redirect(res, start);
+    redirect(res, start, { 'set-cookie': binding.setCookie });
+  }
+
+  /**
+   * `GET /<provider>/auth/handover?ticket=…` on a share host of that provider: the session a login
+   * made, set here as the share host's own cookie when this browser holds the binding cookie the
+   * login started with (sidecar/handover.ts); refused with 400 and nothing set otherwise.
+   */
+  async handOver(req: IncomingMessage, res: ServerResponse, share: ShareRoute): Promise<void> {
+    const url = new URL(req.url ?? '/', this.config.endpointUrl);
+    const result = await this.handOvers.accept(url.searchParams.get('ticket') ?? undefined, req.headers.cookie, share);
+    const back = (path: string): URL => shareUrl(share.token, this.config.cookieDomain, this.config.endpointUrl, path);
+    if ('refused' in result) {
+      // Another tab of this browser finished its login first: the session is there, nothing to set.
+      if (result.path !== undefined && share.oauth && this.sessionFor(req, share, share.oauth)) {
+        redirect(res, back(result.path));
+        return;
+      }
+      this.metrics.logins.inc({ provider: share.oauth?.provider ?? 'none', result: 'invalid_handover' });
+      this.log.warn({ share: share.token, reason: result.refused }, 'session hand-over refused');
+      sendPage(res, 400, 'Login failed', `${result.refused}. Open the share again to sign in.`);
+      return;
+    }
+    let cookie: string;
+    try {
+      cookie = this.sessions.write(result.session, req.headers.cookie);
+    } catch (err) {
+      sendPage(res, 500, 'Login failed', `the session cannot be stored: ${errorText(err)}`);
+      return;
+    }
+    redirect(res, back(result.path), { 'set-cookie': [cookie, this.handOvers.clearBind()] });
   }
 
   /**
@@ -368,17 +406,20 @@ export class Authenticator implements RenewService {
       checkedAt: now,
       tokens: result.tokens,
     };
-    let cookie: string;
+    let handOver: string;
     try {
-      cookie = this.sessions.write(session, req.headers.cookie);
+      // The same bound the cookie has: a session that cannot be stored fails here, not on the share host.
+      this.sessions.write(session, undefined);
+      handOver = this.handOvers.ticket(session, completed.state.bind, completed.state.path);
     } catch (err) {
       fail(500, 'Login failed', `the session cannot be stored: ${errorText(err)}`, 'session_too_large');
       return;
     }
     this.metrics.logins.inc({ provider: provider.name, result: 'success' });
     this.log.info({ provider: provider.name, share: share.token }, 'login succeeded');
-    redirect(res, shareUrl(share.token, this.config.cookieDomain, this.config.endpointUrl, completed.state.path), {
-      'set-cookie': [cookie, completed.setCookie],
+    const path = `/${provider.name}/auth/handover?ticket=${encodeURIComponent(handOver)}`;
+    redirect(res, shareUrl(share.token, this.config.cookieDomain, this.config.endpointUrl, path), {
+      'set-cookie': completed.setCookie,
     });
   }
 

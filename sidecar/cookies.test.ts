@@ -30,6 +30,12 @@ describe('withoutOwnCookies', () => {
     expect(withoutOwnCookies('svc=1', 'svc')).toBeUndefined();
   });
 
+  it('drops the prefixed session and binding cookies (`__Host-`, `__Secure-`, any letter case)', () => {
+    const header = '__Host-svc=1; __Host-svc-bind=2; __secure-svc=3; a=b; __Host-other=4';
+    expect(withoutOwnCookies(header, 'svc')).toBe('a=b; __Host-other=4');
+    expect(withoutOwnCookies('__HOST-svc-bind=2', 'svc')).toBeUndefined();
+  });
+
   it('keeps or drops a header of one cookie as it does a longer one', () => {
     expect(withoutOwnCookies(' theme=dark ', 'svc')).toBe('theme=dark');
     expect(withoutOwnCookies(' svc-login=2', 'svc')).toBeUndefined();

@@ -50,8 +50,8 @@ export function serializeCookie(name: string, value: string, options: CookieOpti
 }
 
 /**
- * Removes the frontend's own cookies (session, login, and any name starting with the configured
- * cookie name) from a Cookie header before it reaches a backend. Returns undefined when nothing is left.
+ * Removes the frontend's own cookies (session, login, binding: any name starting with the configured
+ * cookie name, also behind a `__Host-`/`__Secure-` prefix) from a Cookie header before it reaches a backend. Returns undefined when nothing is left.
  */
 export function withoutOwnCookies(header: string | string[] | undefined, cookieName: string): string | undefined {
   if (header === undefined) return undefined;
@@ -68,9 +68,29 @@ export function withoutOwnCookies(header: string | string[] | undefined, cookieN
   return kept.length > 0 ? kept.join('; ') : undefined;
 }
 
-/** Whether a `name=value` pair (trimmed) is one of the frontend's own cookies. */
+/** Whether a `name=value` pair (trimmed) is one of the frontend's own cookies, with or without a prefix. */
 function isOwnCookie(pair: string, cookieName: string): boolean {
   const eq = pair.indexOf('=');
   const name = (eq === -1 ? pair : pair.slice(0, eq)).trim();
-  return name.startsWith(cookieName);
+  return name.startsWith(cookieName) || PREFIXED.test(name) && name.replace(PREFIXED, '').startsWith(cookieName);
+}
+
+const PREFIXED = /^__(?:host|secure)-/i;
+
+/**
+ * The session cookie's name: `__Host-<cookie_name>` when the endpoint is https, so that browsers
+ * take it only host-only, Secure and for `Path=/` from the share host itself (no other share can
+ * plant it, from a response or from script); `<cookie_name>`, host-only too, on plain HTTP, where
+ * the prefix cannot be used (docs/security.md: development only).
+ */
+export function sessionCookieName(cookieName: string, secure: boolean): string {
+  return secure ? `__Host-${cookieName}` : cookieName;
+}
+
+/**
+ * The binding cookie's name (`__Host-<cookie_name>-bind` under https): the share host sets it when
+ * it starts a login and accepts the login's hand-over only from the browser that holds it.
+ */
+export function bindCookieName(cookieName: string, secure: boolean): string {
+  return `${sessionCookieName(cookieName, secure)}-bind`;
 }

@@ -15,6 +15,7 @@ import type { Logger } from '../lib/logger.ts';
 import type { ShareSource } from '../lib/share/source.ts';
 import { BackendCookies } from '../lib/backend-cookies.ts';
 import { Authenticator } from './auth.ts';
+import { shareAuthPath } from './handover.ts';
 import { startInternalEndpoint, type InternalEndpoint } from './auth-service.ts';
 import { FastPath } from './fast-path/fast-path.ts';
 import { hostnameOf, routableHostname, shareHostNamed, shareHostOf } from './host-routing.ts';
@@ -140,6 +141,7 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
       if (!share || !(share.target instanceof URL) || share.target.protocol !== 'http:') return undefined;
       let session: Session | undefined;
       if (share.oauth) {
+        if (shareAuthPath(request.url, share.oauth.provider)) return undefined;
         session = auth?.currentSession(request, share, share.oauth);
         if (!session) return undefined;
       }

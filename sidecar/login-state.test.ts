@@ -78,7 +78,7 @@ describe('login state', () => {
     const [token, sealed] = login.state.split('~');
     expect(token).toBe('abc');
     const opened = sealer.sealerFor(ABC)?.open<Record<string, unknown>>('state', sealed);
-    expect(Object.keys(opened ?? {}).sort()).toEqual(['id', 'instance', 'path', 'provider', 'share']);
+    expect(Object.keys(opened ?? {}).sort()).toEqual(['bind', 'id', 'instance', 'path', 'provider', 'share']);
   });
 
   it('sets a host-only login cookie: `__Host-` under https, plain name under http', () => {

@@ -14,6 +14,8 @@ export interface LoginState {
   readonly instance: string;
   /** Path and query on the share host to return to after login (never a host: that comes from `share`). */
   readonly path: string;
+  /** Digest of the share host's binding cookie in the browser that started the login (sidecar/handover.ts). */
+  readonly bind: string;
 }
 
 /** Secrets that stay in the browser's login cookie and never travel in a URL. */
@@ -31,6 +33,7 @@ interface StartTicket {
   readonly share: string;
   readonly instance: string;
   readonly path: string;
+  readonly bind: string;
 }
 
 /** A ticket is followed at once (a redirect); it is good for a minute at most. */
@@ -67,7 +70,8 @@ export interface CompletedLogin {
  * could also be written by a share's script (`document.cookie`, Domain=<cookie_domain>), planting
  * the attacker's own login in a visitor's browser before sending it to the callback with the
  * attacker's code and state (login CSRF). So a login goes share host → `ticket` → endpoint host's
- * `/<provider>/auth/start` → `start` (cookie set there) → provider → callback.
+ * `/<provider>/auth/start` → `start` (cookie set there) → provider → callback → the share host's
+ * hand-over (sidecar/handover.ts), which sets the session only in the browser that started the login.
  *
  * Ticket, state and login entries are sealed under the share's own keys (sidecar/share-keys.ts)
  * with the share's token in clear (`<token>~<sealed>`, sidecar/share-parts.ts): the share pod that
@@ -102,12 +106,14 @@ export class LoginStates {
   /**
    * The share host's half of a login: a ticket naming the share, provider and return path, sealed
    * under the share's keys (a share pod holds them), which the browser carries to the endpoint
-   * host's start path (`start` below). It binds nothing to the browser and holds no secret.
+   * host's start path (`start` below). It holds no secret; `bind` is the digest of the share host's
+   * binding cookie, carried through the login to the hand-over (sidecar/handover.ts); a login
+   * without one ('') completes, but its session is handed over to no browser.
    */
-  ticket(provider: string, share: ShareIdentity, path: string): string {
+  ticket(provider: string, share: ShareIdentity, path: string, bind = ''): string {
     const sealer = this.keys.sealerFor(share);
     if (!sealer) throw new Error(`this frontend holds no keys for share ${share.token}`);
-    const ticket: StartTicket = { provider, share: share.token, instance: share.instance, path };
+    const ticket: StartTicket = { provider, share: share.token, instance: share.instance, path, bind };
     const expires = this.clock.now() + Math.min(this.lifetimeMs, TICKET_LIFETIME_MS);
     return partText({ token: share.token, sealed: sealer.seal('start', ticket, expires) });
   }
@@ -132,6 +138,7 @@ export class LoginStates {
     if (!sealer || !ticket || ticket.share !== share.token || ticket.instance !== share.instance)
       return 'the login link is invalid or expired, or its share was replaced';
     if (ticket.provider !== provider) return 'the login link belongs to another provider';
+    if (typeof ticket.bind !== 'string') return 'the login link is invalid or expired, or its share was replaced';
     const id = randomBytes(16).toString('base64url');
     const expires = this.clock.now() + this.lifetimeMs;
     const secrets: LoginSecrets = {
@@ -144,7 +151,7 @@ export class LoginStates {
       token: share.token,
       sealed: sealer.seal(
         'state',
-        { id, provider, share: share.token, instance: share.instance, path: ticket.path } satisfies LoginState,
+        { id, provider, share: share.token, instance: share.instance, path: ticket.path, bind: ticket.bind } satisfies LoginState,
         expires,
       ),
     });

@@ -11,9 +11,9 @@ import { systemClock, type Clock } from '../lib/clock.ts';
 
 /**
  * Authenticated envelope for everything the frontend hands to a browser (session cookie, login
- * cookie, OAuth `state`, login start ticket): the JSON payload is encrypted with AES-256-GCM under a key derived from
+ * cookie, OAuth `state`, login start ticket, session hand-over ticket): the JSON payload is encrypted with AES-256-GCM under a key derived from
  * `encryption_key`, then the ciphertext is signed with HMAC-SHA256 under a key derived from
- * `signing_key`. The purpose ("session", "state", "login", "start") is bound into both, so a value minted for
+ * `signing_key`. The purpose ("session", "state", "login", "start", "handover") is bound into both, so a value minted for
  * one use is rejected for any other. Expiry travels inside the encrypted payload.
  */
 export interface Sealer {
@@ -22,7 +22,7 @@ export interface Sealer {
   open<T>(purpose: Purpose, sealed: string | undefined, nowMs?: number): T | undefined;
 }
 
-export type Purpose = 'session' | 'state' | 'login' | 'start';
+export type Purpose = 'session' | 'state' | 'login' | 'start' | 'handover';
 
 const VERSION = 'v1';
 const IV_BYTES = 12;

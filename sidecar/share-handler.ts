@@ -12,6 +12,7 @@ import { applyBackendHeaders, BackendResponseRefused, type BackendPipe } from '.
 import type { BackendCookies } from '../lib/backend-cookies.ts';
 import { backendHeaders } from './proxy.ts';
 import type { Session } from './session.ts';
+import { shareAuthPath } from './handover.ts';
 import type { UploadGate } from './upload-gate.ts';
 
 export interface ShareHandlerDeps {
@@ -30,7 +31,8 @@ export interface ShareHandlerDeps {
 
 /**
  * A request on a share host: the login when the share asks for one (seed: "OAuth"), then the
- * backend. Every path on a share host belongs to the backend, `/healthz` included. A request with
+ * backend. Every path on a share host belongs to the backend, `/healthz` included, except on an
+ * OAuth share its provider's hand-over and logout paths (sidecar/handover.ts: `shareAuthPath`). A request with
  * a current session is proxied at once; only a login, a re-check or a refusal returns a promise.
  */
 export function serveShare(
@@ -51,6 +53,11 @@ export function serveShare(
       'This share requires a login, but the frontend has no identity providers configured.',
     );
     return undefined;
+  }
+  const reserved = shareAuthPath(req.url ?? '/', oauth.provider);
+  if (reserved && (req.method === 'GET' || req.method === 'HEAD')) {
+    metrics.request('auth_endpoint');
+    return reserved === 'handover' ? auth.handOver(req, res, share) : auth.logout(req, res, oauth.provider);
   }
   const session = auth.currentSession(req, share, oauth);
   if (session) return void proxyToBackend(deps, req, res, share, session, undefined);
