@@ -72,7 +72,7 @@ export function withoutOwnCookies(header: string | string[] | undefined, cookieN
 function isOwnCookie(pair: string, cookieName: string): boolean {
   const eq = pair.indexOf('=');
   const name = (eq === -1 ? pair : pair.slice(0, eq)).trim();
-  return name.startsWith(cookieName) || PREFIXED.test(name) && name.replace(PREFIXED, '').startsWith(cookieName);
+  return name.startsWith(cookieName) || (PREFIXED.test(name) && name.replace(PREFIXED, '').startsWith(cookieName));
 }
 
 const PREFIXED = /^__(?:host|secure)-/i;

@@ -40,7 +40,9 @@ describe('session hand-over', () => {
     expect(await handOvers.accept(ticket, other, ABC)).toEqual(refused('another browser'));
     expect(await handOvers.accept(ticket, undefined, ABC)).toEqual(refused('another browser'));
     // The cookie name sent twice (one copy written by a share's script): trusted in neither.
-    expect(await handOvers.accept(ticket, `${pair(mine.setCookie)}; ${other}`, ABC)).toEqual(refused('another browser'));
+    expect(await handOvers.accept(ticket, `${pair(mine.setCookie)}; ${other}`, ABC)).toEqual(
+      refused('another browser'),
+    );
     expect(await handOvers.accept(ticket, pair(mine.setCookie), { token: 'abc', instance: 'abc-2' })).toEqual(
       refused('invalid or expired'),
     );

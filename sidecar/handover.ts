@@ -35,8 +35,7 @@ export interface Binding {
 
 /** A hand-over accepted (the session to set, where to go), or refused with a reason. */
 export type HandOverResult =
-  | { readonly session: Session; readonly path: string }
-  | { readonly refused: string; readonly path?: string };
+  { readonly session: Session; readonly path: string } | { readonly refused: string; readonly path?: string };
 
 /** The digest of a binding value, as start ticket, login state and hand-over carry it. */
 export function bindDigest(value: string): string {
@@ -106,7 +105,11 @@ export class HandOvers {
   }
 
   /** The share host's half: opens a ticket for this share and checks it against the browser's binding cookie. */
-  async accept(ticketParam: string | undefined, cookieHeader: string | undefined, share: ShareIdentity): Promise<HandOverResult> {
+  async accept(
+    ticketParam: string | undefined,
+    cookieHeader: string | undefined,
+    share: ShareIdentity,
+  ): Promise<HandOverResult> {
     const part = parsePart(ticketParam);
     const sealer = part?.token === share.token ? this.keys.sealerFor(share) : undefined;
     const ticket = part && sealer?.open<HandOverTicket>('handover', part.sealed);

@@ -151,7 +151,14 @@ export class LoginStates {
       token: share.token,
       sealed: sealer.seal(
         'state',
-        { id, provider, share: share.token, instance: share.instance, path: ticket.path, bind: ticket.bind } satisfies LoginState,
+        {
+          id,
+          provider,
+          share: share.token,
+          instance: share.instance,
+          path: ticket.path,
+          bind: ticket.bind,
+        } satisfies LoginState,
         expires,
       ),
     });

@@ -10,6 +10,7 @@ import { staticShares } from '../../lib/share/source.ts';
 import { startFrontend, type RunningFrontend } from '../../sidecar/frontend.ts';
 import { createCa, issueCert } from '../k8s/pki.ts';
 import { launchBrowser } from '../support/browser.ts';
+import type { Page } from 'playwright-core';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { suiteFigures } from '../support/figures.ts';
 import { LogCapture, testFrontendConfig } from '../support/frontend.ts';
@@ -114,9 +115,12 @@ const at = (url: URL, cookie?: string): Promise<Reply> =>
  * Mallory's own login on her share, as her browser makes it, stopped where the provider sends her
  * back: the callback URL (her code and state) and the login cookie her browser was given.
  */
-async function mallorysLogin(token = 'mallory'): Promise<{ callbackUrl: URL; loginCookie: string; setCookie: string }> {
+async function mallorysLogin(
+  token = 'mallory',
+): Promise<{ callbackUrl: URL; loginCookie: string; setCookie: string; bindCookie: string }> {
   let reply = await at(new URL(`https://${token}.${DOMAIN}:${tls.port}/`));
   expect(reply.status).toBe(302);
+  const bindCookie = cookiesFrom(reply);
   let setCookie = reply.headers['set-cookie']?.[0] ?? '';
   let next = new URL(reply.headers.location ?? '');
   if (next.host === endpoint.host) {
@@ -128,7 +132,7 @@ async function mallorysLogin(token = 'mallory'): Promise<{ callbackUrl: URL; log
   idp1.nextUser = { email: 'mallory@example.com', email_verified: true };
   const callbackUrl = await idp1.authorize(next);
   expect(callbackUrl.href.startsWith(new URL('/idp1/auth/callback', endpoint).href)).toBe(true);
-  return { callbackUrl, loginCookie: cookiesFrom(reply), setCookie };
+  return { callbackUrl, loginCookie: cookiesFrom(reply), setCookie, bindCookie };
 }
 
 const planted = figures.attackClass(
@@ -198,41 +202,148 @@ describe("a share's script planting mallory's login in alice's browser", () => {
       const seen = JSON.parse(await tab.innerText('body')) as { headers: Record<string, string> };
       expect(seen.headers['svc-auth-email']).toBe('alice@example.com');
       const cookies = await browser.context.cookies();
-      // The session for the domain; the login cookie (now cleared) only ever on the endpoint host.
-      expect(cookies.find((c) => c.name === 'svc-auth-session')?.domain).toBe(`.${DOMAIN}`);
-      expect(cookies.filter((c) => c.name.includes('-login'))).toEqual([]);
+      // The session the share host's own (host-only); the login and binding cookies (now cleared) gone.
+      expect(cookies.find((c) => c.name === '__Host-svc-auth-session')?.domain).toBe(`mallory.${DOMAIN}`);
+      expect(cookies.filter((c) => c.name.includes('-login') || c.name.includes('-bind'))).toEqual([]);
+      expect(cookies.filter((c) => c.domain.startsWith('.'))).toEqual([]);
     } finally {
       await browser.close();
     }
   });
 });
 
-describe("left open: a session cookie a share's script plants (docs/security.md)", () => {
-  it('serves a browser that had no session cookie as mallory on another share', async () => {
-    // Mallory's own genuine session for the team share, from a login of hers that completes.
-    const login = await mallorysLogin('team');
-    const done = await at(login.callbackUrl, login.loginCookie);
-    const session = (done.headers['set-cookie'] ?? []).find((c) => c.startsWith('svc-auth-session='));
-    expect(session).toBeDefined();
-    const browser = await launchBrowser(['--ignore-certificate-errors']);
-    try {
-      const team = `https://team.${DOMAIN}:${tls.port}/whoami`;
-      page = `<script>document.cookie = ${JSON.stringify(`${session?.split(';')[0]}; domain=${DOMAIN}; path=/; secure`)};
-        location.href = ${JSON.stringify(team)};</script>`;
-      const tab = await browser.context.newPage();
-      await tab.goto(`https://mallorypage.${DOMAIN}:${tls.port}/`);
-      await tab.waitForURL(team, { timeout: 10_000 });
-      const seen = JSON.parse(await tab.innerText('body')) as { headers: Record<string, string> };
-      // The session cookie is the cookie domain's, so a share's script can write it where none is;
-      // sessions are not bound to a browser (docs/security.md: what closing this needs).
-      expect(seen.headers['svc-auth-email']).toBe('mallory@example.com');
-      figures.measure(
-        "a session planted by a share's script, in a browser without one: served as mallory on another share",
-        'yes (open)',
-      );
-    } finally {
-      page = '';
-      await browser.close();
+/**
+ * Mallory's own finished login on `team` (a share that admits her but is not hers), as her browser
+ * makes it: her hand-over link (the callback's redirect to the share host), her binding cookie, and
+ * (when `follow`) the session cookie the hand-over gave her.
+ */
+async function mallorysSession(follow: boolean): Promise<{ handOver: URL; bind: string; session?: string }> {
+  const login = await mallorysLogin('team');
+  const done = await at(login.callbackUrl, login.loginCookie);
+  expect(done.status).toBe(302);
+  const handOver = new URL(done.headers.location ?? '');
+  expect(`${handOver.host}${handOver.pathname}`).toBe(`team.${DOMAIN}:${tls.port}/idp1/auth/handover`);
+  if (!follow) return { handOver, bind: login.bindCookie };
+  const set = (await at(handOver, login.bindCookie)).headers['set-cookie'] ?? [];
+  const session = set.find((c) => c.startsWith('__Host-svc-auth-session='));
+  expect(session).toMatch(/; Path=\/; .*Secure/);
+  expect(session).not.toMatch(/domain=/i);
+  return { handOver, bind: login.bindCookie, session: session?.split(';')[0] };
+}
+
+const bound = figures.attackClass(
+  "Session planting: a share's script plants the attacker's session, hand-over link or binding cookie in a visitor's browser",
+  "the session cookie was the cookie domain's, so a share's script could write mallory's session into alice's browser and alice was served as mallory on another share; now the session cookie is the share host's own (`__Host-`), set only by a hand-over bound to the browser that started the login",
+);
+
+describe("a share's script planting mallory's session in alice's browser", () => {
+  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+  const team = (): string => `https://team.${DOMAIN}:${tls.port}/whoami`;
+
+  beforeAll(async () => {
+    browser = await launchBrowser(['--ignore-certificate-errors']);
+  });
+  afterAll(async () => {
+    page = '';
+    await browser?.close();
+  });
+
+  /** Mallory's page runs `script` in alice's browser (no cookies of hers), which then opens `to`. */
+  async function plantAndGo(script: string, to: string): Promise<{ tab: Page; status: number | undefined }> {
+    await browser.context.clearCookies();
+    // Any login this visit starts is alice's: the provider signs in whoever uses the browser.
+    idp1.nextUser = { email: 'alice@example.com', email_verified: true };
+    let status: number | undefined;
+    page = `<script>${script} location.href = ${JSON.stringify(to)};</script>`;
+    const tab = await browser.context.newPage();
+    tab.on('response', (r) => {
+      if (r.url() === to) status = r.status();
+    });
+    await tab.goto(`https://mallorypage.${DOMAIN}:${tls.port}/`);
+    await tab.waitForURL((url) => !url.hostname.startsWith('mallorypage.'), { timeout: 10_000 });
+    await tab.waitForLoadState();
+    return { tab, status };
+  }
+
+  /** Alice then opens `team`: she logs in as herself and is never served as mallory. */
+  async function aliceIsHerself(tab: Page, what: string): Promise<void> {
+    idp1.nextUser = { email: 'alice@example.com', email_verified: true };
+    const seen = echo.seen.length;
+    const visit = await tab.goto(team());
+    expect(visit?.status(), what).toBe(200);
+    expect(
+      echo.seen.slice(seen).map((r) => r.headers['svc-auth-email']),
+      what,
+    ).not.toContain('mallory@example.com');
+    const body = JSON.parse(await tab.innerText('body')) as { headers: Record<string, string> };
+    expect(body.headers['svc-auth-email'], what).toBe('alice@example.com');
+    await tab.close();
+  }
+
+  const write = (cookies: string[]): string => cookies.map((c) => `document.cookie = ${JSON.stringify(c)};`).join('');
+
+  it("refuses mallory's session written by her share's script, in every form a script can write", async () => {
+    const { session = '' } = await mallorysSession(true);
+    const value = session.split(/=(.*)/s)[1] ?? '';
+    const forms: Record<string, string[]> = {
+      'for the cookie domain, under the bare name': [`svc-auth-session=${value}; domain=${DOMAIN}; path=/; secure`],
+      'under the prefixed name, for the domain and host-only': [
+        `__Host-svc-auth-session=${value}; domain=${DOMAIN}; path=/; secure`,
+        `__Host-svc-auth-session=${value}; path=/; secure`,
+        `__Secure-svc-auth-session=${value}; domain=${DOMAIN}; path=/; secure`,
+      ],
+    };
+    for (const [what, cookies] of Object.entries(forms)) {
+      await bound.run(async () => {
+        const { tab } = await plantAndGo(write(cookies), team());
+        await aliceIsHerself(tab, what);
+      });
     }
+  });
+
+  it("refuses mallory's own hand-over link opened in alice's browser, with or without a login of alice's under way", async () => {
+    await bound.run(async () => {
+      const { handOver } = await mallorysSession(false);
+      const { tab, status } = await plantAndGo('', handOver.href);
+      expect(status).toBe(400);
+      expect(await tab.innerText('body')).toContain('the sign-in link was made for another browser');
+      const cookies = await browser.context.cookies();
+      expect(cookies.filter((c) => c.name.includes('svc-auth-session') && c.value !== '')).toEqual([]);
+      await aliceIsHerself(tab, 'hand-over link');
+    });
+    await bound.run(async () => {
+      // Alice's browser holds a binding cookie of her own on team (a login of hers under way).
+      const { handOver } = await mallorysSession(false);
+      await browser.context.clearCookies();
+      const started = await at(new URL(team()));
+      const [name = '', value = ''] = cookiesFrom(started).split(/=(.*)/s);
+      expect(name).toBe('__Host-svc-auth-session-bind');
+      await browser.context.addCookies([{ name, value, url: team(), secure: true, httpOnly: true }]);
+      const tab = await browser.context.newPage();
+      const reply = await tab.goto(handOver.href);
+      expect(reply?.status()).toBe(400);
+      const names = (await browser.context.cookies()).map((c) => c.name);
+      expect(names).not.toContain('__Host-svc-auth-session');
+      await aliceIsHerself(tab, 'hand-over link, alice binding');
+    });
+  });
+
+  it("refuses mallory's hand-over link with her binding cookie written by her share's script", async () => {
+    const { handOver, bind } = await mallorysSession(false);
+    const value = bind.split(/=(.*)/s)[1] ?? '';
+    // Every form a script on mallory's share can write; the browser refuses a `__Host-` cookie with a Domain.
+    const cookies = [
+      `__Host-svc-auth-session-bind=${value}; domain=${DOMAIN}; path=/; secure`,
+      `svc-auth-session-bind=${value}; domain=${DOMAIN}; path=/; secure`,
+      `__Secure-svc-auth-session-bind=${value}; domain=${DOMAIN}; path=/; secure`,
+      `__Host-svc-auth-session-bind=${value}; domain=${DOMAIN}; path=/idp1/auth/handover; secure`,
+    ];
+    await bound.run(async () => {
+      const { tab, status } = await plantAndGo(write(cookies), handOver.href);
+      expect(status).toBe(400);
+      const names = (await browser.context.cookies()).filter((c) => c.value !== '').map((c) => c.name);
+      expect(names).not.toContain('__Host-svc-auth-session');
+      await aliceIsHerself(tab, 'binding cookie');
+    });
   });
 });
