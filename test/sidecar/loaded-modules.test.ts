@@ -120,7 +120,13 @@ describe('an oidc frontend configured as the operator does it logs in without lo
         headers: { cookie: cookiesFrom(start) },
       });
       expect(back.status).toBe(302);
-      served = (await get(port, share, '/', { headers: { cookie: cookiesFrom(back) } })).status;
+      // The share host's hand-over sets the session, for the browser holding its binding cookie.
+      const to = new URL(back.headers.location ?? '');
+      const handOver = await get(port, to.host, `${to.pathname}${to.search}`, {
+        headers: { cookie: cookiesFrom(visit) },
+      });
+      expect(handOver.status).toBe(302);
+      served = (await get(port, share, '/', { headers: { cookie: cookiesFrom(handOver) } })).status;
     });
   });
   afterAll(async () => {

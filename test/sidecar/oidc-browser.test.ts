@@ -106,7 +106,14 @@ describe('OIDC login in a real browser', () => {
     expect(expires - Date.now()).toBeLessThanOrEqual(6 * 3600_000);
     expect(seen.headers.cookie ?? '').not.toContain('svc-auth');
     const cookie = (await context.cookies()).find((c) => c.name === 'svc-auth-session');
-    expect(cookie).toMatchObject({ domain: '.svc.localhost', httpOnly: true, sameSite: 'Lax', secure: false });
+    // The share host's own cookie (host-only), the binding cookie cleared by the hand-over.
+    expect(cookie).toMatchObject({
+      domain: fe.host('alpha').split(':')[0],
+      httpOnly: true,
+      sameSite: 'Lax',
+      secure: false,
+    });
+    expect((await context.cookies()).filter((c) => c.name.endsWith('-bind') || c.domain.startsWith('.'))).toEqual([]);
     await page.close();
   });
 
@@ -191,7 +198,8 @@ describe('OIDC login in a real browser', () => {
     const page = await context.newPage();
     await open(page, 'beta');
     const before = { ...idp.revocations };
-    const logoutUrl = `http://${fe.authHost}/dev/logout?redirect_url=${encodeURIComponent(shareUrl('beta', '/bye'))}`;
+    // On the share host: its session cookie is its own.
+    const logoutUrl = `http://${fe.host('beta')}/dev/logout?redirect_url=${encodeURIComponent(shareUrl('beta', '/bye'))}`;
     const afterLogout: string[] = [];
     page.on('request', (r) => afterLogout.push(r.url()));
     const [logoutResponse] = await Promise.all([page.waitForResponse(logoutUrl), page.goto(logoutUrl)]);
@@ -204,7 +212,7 @@ describe('OIDC login in a real browser', () => {
     expect(afterLogout.some((u) => u.startsWith(`${idp.issuer.origin}/auth`))).toBe(true);
     // Once more with the new session, then again with none: both are plain redirects, never errors.
     for (let i = 0; i < 2; i++) {
-      const second = await get(fe.port, fe.authHost, '/dev/logout', {
+      const second = await get(fe.port, fe.host('beta'), '/dev/logout', {
         headers: { cookie: (await context.cookies()).map((c) => `${c.name}=${c.value}`).join('; ') },
       });
       expect(second.status).toBe(302);

@@ -140,7 +140,13 @@ describe('frontend security invariants', () => {
     it.each([
       ['another share', mintSessionCookie({ share: 'beta', provider: 'google' })],
       ['another provider', mintSessionCookie({ share: 'alpha', provider: 'github' })],
-      ['a tampered cookie', mintSessionCookie({ share: 'alpha', provider: 'google' }).replace(/.(.{5})$/, 'A$1')],
+      [
+        'a tampered cookie',
+        mintSessionCookie({ share: 'alpha', provider: 'google' }).replace(
+          /(.)(.{5})$/,
+          (_m, c: string, rest: string) => (c === 'A' ? `B${rest}` : `A${rest}`),
+        ),
+      ],
       [
         'other keys',
         mintSessionCookie(
@@ -202,12 +208,19 @@ describe('frontend security invariants', () => {
       try {
         const share = await get(secure.port, secure.host('alpha'), '/');
         expect(share.headers.location).toMatch(/^https:\/\/auth\.svc\.localhost:\d+\/google\/auth\/start\?/);
+        // The share host's binding cookie: `__Host-`, so host-only, Secure, Path=/ (no Domain).
+        expect(share.headers['set-cookie']?.[0]).toMatch(
+          /^__Host-svc-auth-session-bind=[^;]+; Path=\/; [^D]*; Secure$/,
+        );
         const reply = await followStart(secure, share);
         expect(reply.headers['set-cookie']?.[0]).toMatch(
           /^__Host-svc-auth-session-login=[^;]+; Path=\/; [^D]*; Secure$/,
         );
-        const logout = await get(secure.port, secure.authHost, '/google/logout');
-        expect(logout.headers['set-cookie']?.[0]).toMatch(/^svc-auth-session=; .*HttpOnly; SameSite=Lax; Secure$/);
+        // The session cookie is the share host's own: `__Host-` too, cleared by a logout there.
+        const logout = await get(secure.port, secure.host('alpha'), '/google/logout');
+        expect(logout.headers['set-cookie']?.[0]).toMatch(
+          /^__Host-svc-auth-session=; Path=\/; [^D]*HttpOnly; SameSite=Lax; Secure$/,
+        );
       } finally {
         await secure.close();
       }
