@@ -212,7 +212,7 @@ describe('an oidc provider failing part-way, or answering with a forged token', 
     const { reply, cookie } = await loginThroughIssuer(fe, issuer, 'one', 'oidc');
     expect(reply.status).toBe(302);
     issuer.behaviour.revocation = (hint) => (hint === 'refresh_token' ? 503 : 200);
-    const out = await get(fe.port, fe.authHost, '/oidc/logout', { headers: { cookie } });
+    const out = await get(fe.port, fe.host('one'), '/oidc/logout', { headers: { cookie } });
     expect(out.status).toBe(302);
     expect(issuer.revocations).toEqual([
       { hint: 'refresh_token', token: 'refresh-token-secret' },
@@ -224,7 +224,7 @@ describe('an oidc provider failing part-way, or answering with a forged token', 
     const second = await loginThroughIssuer(fe, issuer, 'one', 'oidc');
     issuer.revocations.length = 0;
     issuer.behaviour.revocation = () => 503;
-    await get(fe.port, fe.authHost, '/oidc/logout', { headers: { cookie: second.cookie } });
+    await get(fe.port, fe.host('one'), '/oidc/logout', { headers: { cookie: second.cookie } });
     expect(issuer.revocations.map((r) => r.hint)).toEqual(['refresh_token', 'access_token']);
     const logged = fe.logs.lines.filter((l) => l.includes('logout: revocation failed'));
     expect(logged).toHaveLength(3);
