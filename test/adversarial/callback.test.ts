@@ -203,7 +203,9 @@ describe('two tabs', () => {
       expect(done2.headers.location).toBe(shareUrl(fe, 'uno', '/second'));
       const afterTab2 = cookiesFrom(done2);
       expect(afterTab2).toMatch(/svc-auth-session-login=/);
-      const done1 = await callback(fe, back1, afterTab2);
+      // Each share host holds its own binding cookie: tab 1's is still on `one`.
+      const bindOfTab1 = /svc-auth-session-bind=[^;]*/.exec(tab1.loginCookie)?.[0] ?? '';
+      const done1 = await callback(fe, back1, `${afterTab2}; ${bindOfTab1}`);
       expect(done1.status).toBe(302);
       expect(done1.headers.location).toBe(shareUrl(fe, 'one', '/first'));
       const session = cookiesFrom(done1);

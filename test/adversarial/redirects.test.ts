@@ -189,8 +189,11 @@ describe('the original URL after login', () => {
     }
     const head = start.text.slice(0, start.text.indexOf('\r\n\r\n'));
     const location = /\r\nlocation: ([^\r\n]+)/i.exec(head)?.[1] ?? '';
-    const started = await followStart(fe, { status: start.status, headers: { location }, body: '' });
-    const loginCookie = (started.headers['set-cookie']?.[0] ?? '').split(';')[0] ?? '';
+    const setBind = /\r\nset-cookie: ([^\r\n]+)/i.exec(head)?.[1] ?? '';
+    const reply = { status: start.status, headers: { location, 'set-cookie': [setBind] }, body: '' };
+    const started = await followStart(fe, reply);
+    const bindCookie = setBind.split(';')[0] ?? '';
+    const loginCookie = `${bindCookie}; ${(started.headers['set-cookie']?.[0] ?? '').split(';')[0] ?? ''}`;
     const done = await callback(fe, await idp1.authorize(started.headers.location ?? ''), loginCookie);
     expect(done.status, target).toBe(302);
     return done.headers.location;

@@ -130,7 +130,15 @@ async function login(share: 'alpha' | 'beta', cookie = ''): Promise<{ reply: Rep
   issuer.behaviour.claims = (base) => claims({ ...base, nonce });
   try {
     const back = `/corp/auth/callback?code=code-1&state=${encodeURIComponent(authorizeUrl.searchParams.get('state') ?? '')}&iss=${encodeURIComponent(issuer.issuer)}`;
-    const reply = await get(auth.port, authHost, back, { headers: { cookie: loginCookie } });
+    const done = await get(auth.port, authHost, back, { headers: { cookie: loginCookie } });
+    if (done.status !== 302) return { reply: done, cookie: cookiesFrom(done) };
+    // The auth endpoint hands the session over to the pod, which sets it for the browser holding its binding cookie.
+    const handOver = new URL(done.headers.location ?? '');
+    expect(handOver.pathname).toBe('/corp/auth/handover');
+    const bound = [cookie, cookiesFrom(visited)].filter(Boolean).join('; ');
+    const reply = await get(pods[share].port, handOver.host, `${handOver.pathname}${handOver.search}`, {
+      headers: { cookie: bound },
+    });
     return { reply, cookie: cookiesFrom(reply) };
   } finally {
     issuer.behaviour.claims = claims;

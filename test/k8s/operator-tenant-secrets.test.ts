@@ -5,6 +5,7 @@ import { createLogger } from '../../lib/logger.ts';
 import type { ShareIdentity } from '../../lib/share-keys.ts';
 import { staticShares } from '../../lib/share/source.ts';
 import { startFrontend, type RunningFrontend } from '../../sidecar/frontend.ts';
+import { HandOvers } from '../../sidecar/handover.ts';
 import { createSealer, type Sealer } from '../../sidecar/seal.ts';
 import { sessionCookies } from '../../sidecar/session.ts';
 import { installationKeyRing, shareKeyRing } from '../../sidecar/share-keys.ts';
@@ -163,7 +164,7 @@ function genuineB(): string {
   const cookies = sessionCookies(
     installationKeyRing({ signingKey: SECRET_VALUES.signingKey, encryptionKey: SECRET_VALUES.encryptionKey }),
     'svc-auth-session',
-    { domain: DOMAIN, secure: false },
+    { secure: false },
   );
   const session = testSession({
     share: shareB.token,
@@ -226,7 +227,7 @@ describe('what a tenant namespace holds', () => {
   it('cannot open B’s session with A’s keys', () =>
     forgery.run(() => {
       for (const ring of ringsOfA()) {
-        const withA = sessionCookies(ring, 'svc-auth-session', { domain: DOMAIN, secure: false });
+        const withA = sessionCookies(ring, 'svc-auth-session', { secure: false });
         expect(withA.read(genuineB(), shareB)).toBeUndefined();
         expect(withA.readAll(genuineB(), () => shareB.instance)).toEqual([]);
       }
@@ -235,7 +236,7 @@ describe('what a tenant namespace holds', () => {
   it('cannot make a session B’s sidecar accepts with A’s keys', () =>
     forgery.run(async () => {
       for (const ring of ringsOfA()) {
-        const withA = sessionCookies(ring, 'svc-auth-session', { domain: DOMAIN, secure: false });
+        const withA = sessionCookies(ring, 'svc-auth-session', { secure: false });
         const eve = testSession({
           share: shareB.token,
           instance: shareB.instance,
@@ -247,6 +248,28 @@ describe('what a tenant namespace holds', () => {
       const sealer = createSealer(configA.oauth.signingKey, configA.oauth.encryptionKey);
       const ownA = testSession({ share: shareA.token, instance: shareA.instance, provider: 'dev' });
       await refusedByB(`svc-auth-session=beta-docs~${sealer.seal('session', ownA, ownA.expiresAt)}`);
+    }));
+
+  it('cannot hand B’s sidecar a session with A’s keys', () =>
+    forgery.run(async () => {
+      for (const ring of ringsOfA()) {
+        // A hand-over bound to this very browser, so only the keys can be what refuses it.
+        const handOvers = new HandOvers(ring, 'svc-auth-session', false, 60_000);
+        const binding = handOvers.bind(undefined);
+        const eve = testSession({
+          share: shareB.token,
+          instance: shareB.instance,
+          provider: 'dev',
+          email: 'eve@example.com',
+        });
+        const path = `/dev/auth/handover?ticket=${encodeURIComponent(handOvers.ticket(eve, binding.digest, '/'))}`;
+        const reply = await get(sidecarB.port, `beta-docs.${DOMAIN}:${sidecarB.port}`, path, {
+          headers: { cookie: binding.setCookie.split(';')[0] ?? '' },
+        });
+        expect(reply.status).toBe(400);
+        expect(reply.body).toContain('the sign-in link is invalid or expired');
+        expect(reply.headers['set-cookie']).toBeUndefined();
+      }
     }));
 
   it('cannot start a login for B at the auth endpoint with A’s keys', () =>
