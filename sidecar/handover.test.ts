@@ -36,7 +36,8 @@ describe('session hand-over', () => {
     const mine = handOvers.bind(undefined);
     const ticket = handOvers.ticket(session, mine.digest, '/');
     const other = pair(handOvers.bind(undefined).setCookie);
-    const refused = (reason: string) => expect.objectContaining({ refused: expect.stringContaining(reason) });
+    const refused = (reason: string): unknown =>
+      expect.objectContaining({ refused: expect.stringContaining(reason) as unknown }) as unknown;
     expect(await handOvers.accept(ticket, other, ABC)).toEqual(refused('another browser'));
     expect(await handOvers.accept(ticket, undefined, ABC)).toEqual(refused('another browser'));
     // The cookie name sent twice (one copy written by a share's script): trusted in neither.
