@@ -22,7 +22,10 @@ import { startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
  * owner's code, so script on mallory's share can write any cookie for the domain that is not
  * `__Host-` prefixed. Mallory starts a login of her own, stops before the callback, and has her
  * share's page plant her login cookie in alice's browser and send it to the callback with her code
- * and state: alice must not end up signed in to mallory's account. The frontend runs behind TLS (a
+ * and state: alice must not end up signed in to mallory's account. Nor may the page plant a
+ * session of mallory's (her session cookie, her own hand-over link, her binding cookie with that
+ * link): sessions are the share host's own cookies, handed over only to the browser that started
+ * the login. The frontend runs behind TLS (a
  * terminator in front of it, as an ingress would be), its endpoint https, in a real Chromium.
  */
 const figures = suiteFigures('login-csrf');
