@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { ensureDataDir, resolveDataDir } from '../lib/data-dir.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { closeServer, formatAddress, listen, portOf } from '../lib/listen.ts';
+import { agentsLine } from '../lib/reachable-urls.ts';
 import { operations } from './api.ts';
 import {
   loadControllerConfig,
@@ -54,8 +55,10 @@ export interface ControllerConsole
 
 export interface RunningController {
   readonly port: number;
-  /** `http://<host>:<port>/api/v1` */
+  /** `http://<host>:<port>/api/v1`, reachable from this machine (loopback for an unspecified host). */
   readonly apiUrl: string;
+  /** The banner line naming where agents on other machines reach the API (lib/reachable-urls.ts). */
+  readonly agentsLine: string;
   close(): Promise<void>;
 }
 
@@ -126,6 +129,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   return {
     port,
     apiUrl,
+    agentsLine: agentsLine(settings.listen, port, API_PREFIX),
     close: async () => {
       hub?.close();
       webConsole?.close();
@@ -193,7 +197,7 @@ export async function runController(options: {
     ? `  frontend:  ${publicFrontend.endpointUrl.origin} (public_frontend; shares at <token>.${publicFrontend.domain})\n`
     : '';
   process.stdout.write(
-    `svc controller is ready\n  api:       ${running.apiUrl}\n  openapi:   ${running.apiUrl}/openapi.json\n${where}\n${frontend}`,
+    `svc controller is ready\n  api:       ${running.apiUrl}\n${running.agentsLine}\n  openapi:   ${running.apiUrl}/openapi.json\n${where}\n${frontend}`,
   );
   await stopped;
   await running.close();

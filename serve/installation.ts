@@ -144,6 +144,7 @@ export async function runInstallation(options: InstallationOptions): Promise<voi
     [
       'svc controller is ready (installation: controller + public frontend for tunnels)',
       `  api:       ${running.controller.apiUrl}`,
+      running.controller.agentsLine,
       `  frontend:  listening on port ${running.frontend.port}; endpoint ${endpoint.origin}`,
       `  tunnels:   ${tunnelUrl(running.controller.apiUrl, TUNNEL_PATH)} and ${tunnelUrl(endpoint, TUNNEL_PATH)}`,
       `  console:   ${new URL('/console', running.controller.apiUrl).href}`,

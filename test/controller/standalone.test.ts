@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reachableUrls } from '../../lib/reachable-urls.ts';
 import { echoBackend } from '../support/raw-http.ts';
 import { api, startSvc, svcCli, tempDir, writeYaml, type Process } from './harness.ts';
 
@@ -126,6 +127,21 @@ describe('svc controller and a separately running agent', () => {
       expect((reply.body as { message: string }).message).toContain('svc admin create identity');
     } finally {
       await plain.stop();
+    }
+  });
+
+  it('listening on 0.0.0.0, the banner names the addresses agents on other machines can use', async () => {
+    const dir = join(base, 'everywhere');
+    const wide = await startSvc(['controller', '--data-dir', dir, '--listen', '0.0.0.0:0'], /agents: +(.*)/);
+    try {
+      const port = Number((await wide.waitFor(/api: +http:\/\/127\.0\.0\.1:(\d+)/))[1]);
+      const line = (await wide.waitFor(/agents: +(.*)/))[1] as string;
+      const expected = reachableUrls({ host: '0.0.0.0', port: 0 }, port, '/api/v1');
+      expect(line).not.toContain('127.0.0.1');
+      for (const url of expected) expect(line).toContain(url);
+      if (expected.length === 0) expect(line).toContain("this machine's address, port");
+    } finally {
+      await wide.stop();
     }
   });
 
