@@ -1,6 +1,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { expect } from 'vitest';
 import { createLab, type NetnsLab } from '../support/netns.ts';
 import { ROOT, type ShellBlock } from './blocks.ts';
 
@@ -104,6 +105,14 @@ export class DocsRun {
     return join(this.base, machine, 'work');
   }
 
+  /** Writes `files` (path relative to the machine's working directory → text) before a block uses them. */
+  writeFiles(machine: string, files: Readonly<Record<string, string>>): void {
+    for (const [path, text] of Object.entries(files)) {
+      mkdirSync(dirname(join(this.cwd(machine), path)), { recursive: true });
+      writeFileSync(join(this.cwd(machine), path), text);
+    }
+  }
+
   /** The address of `machine` on the lab's bridge. */
   address(machine: string): string {
     return (this.lab.machines[machine] as { address: string }).address;
@@ -116,6 +125,24 @@ export class DocsRun {
     let body = block.body.split('\n').map(placeholders).join('\n');
     for (const [from, to] of options.rewrites ?? []) body = body.replaceAll(from, to);
     return this.script(machine, `${block.scenario ?? 'adhoc'}`, body, `${block.file}:${block.line}`);
+  }
+
+  /** Runs the next block of `blocks` (taking it off the list) and expects it to succeed. */
+  async next(
+    blocks: ShellBlock[],
+    options: { machine?: string; rewrites?: readonly Rewrite[] } = {},
+  ): Promise<BlockRun> {
+    const block = blocks.shift();
+    if (!block) throw new Error('no block left in the scenario');
+    const result = await this.run(block, options);
+    expect(result.code, `${block.file}:${block.line}\n${result.stdout}\n${result.stderr}`).toBe(0);
+    return result;
+  }
+
+  /** What `curl -i` prints for `url` on `machine` (status line first), with `Host` set to `host`. */
+  async curl(machine: string, url: string, host?: string): Promise<string> {
+    const header = host ? `-H 'Host: ${host}'` : '';
+    return (await this.sh(machine, `curl -s -i --max-time 10 ${header} '${url}'`)).stdout;
   }
 
   /** Runs shell `text` on `machine` with the variables of `scenario`: a check or a step the prose implies. */
