@@ -5,15 +5,7 @@ import { imageEnvironment, imageNodeFlags } from './image.ts';
 import { runLoad, type LoadTool } from './load.ts';
 import { MemoryLimits } from './memory-limit.ts';
 import { freePort } from './ports.ts';
-import {
-  commandExists,
-  cpuSeconds,
-  memoryKiB,
-  removeScratchDir,
-  scratchDir,
-  startModule,
-  stopAll,
-} from './processes.ts';
+import { cpuSeconds, memoryKiB, removeScratchDir, scratchDir, startModule, stopAll } from './processes.ts';
 import { pinProcesses } from './paired.ts';
 import { median } from './report.ts';
 
@@ -56,7 +48,8 @@ interface Contender {
  * alike and the ratios hold where the absolute figures do not.
  */
 export async function measureGate(options: GateOptions): Promise<GateFigures> {
-  const tool: LoadTool = commandExists('wrk') ? 'wrk' : 'autocannon';
+  // Always autocannon (a devDependency), whether or not wrk is installed: the recorded ratios are its.
+  const tool: LoadTool = 'autocannon';
   const dir = scratchDir('svc-bench-gate-');
   try {
     const node = { env: imageEnvironment(), nodeFlags: imageNodeFlags() };
