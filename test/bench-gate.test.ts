@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { measureGate, type GateFigures } from '../bench/lib/gate.ts';
 
 /**
- * The recorded ratios: medians of five runs on the 2-core machine at a load average of 18–25
- * (2026-11-27), the range of the five in each comment.
+ * The recorded ratios: medians of runs on the 2-core machine at a load average of 13–30
+ * (2026-11-27; CPU and RSS ten runs, start-up CPU five), the range of the runs in each comment.
  */
 
 /**
@@ -16,10 +16,10 @@ import { measureGate, type GateFigures } from '../bench/lib/gate.ts';
 const RECORDED = {
   /** Frontend CPU per request ÷ the bare pipe's, an authenticated GET on the fast path (runs: 0.36–0.60). */
   cpuRatio: 0.46,
-  /** Peak RSS of the frontend ÷ the bare pipe's after the same load (runs: 0.83–0.86). */
+  /** Peak RSS of the frontend ÷ the bare pipe's after the same load (runs: 0.83–0.87). */
   rssRatio: 0.84,
-  /** Spawn → listening of the frontend ÷ spawn → ready of the bare pipe, started together (runs: 0.54–0.73). */
-  startupRatio: 0.64,
+  /** CPU from spawn to ready of the frontend ÷ the bare pipe's, started together (runs: 0.74–0.79). */
+  startupRatio: 0.78,
 } as const;
 
 /** How far above the recorded ratio a run may land before the gate calls it a regression. */

@@ -12,8 +12,11 @@ import { startModule, startProcess, type BenchProcess } from './processes.ts';
 export const DOMAIN = 'bench.localhost';
 
 /** The development OpenID provider (sidecar/dev-idp.ts) in its own process: the frontends' issuer. */
-export function startDevIdp(): Promise<BenchProcess<{ issuer: string; clientId: string; clientSecret: string }>> {
-  return startModule('dev-idp', join(import.meta.dirname, '../../sidecar/dev-idp.ts'), 'startDevIdentityProvider', {});
+export function startDevIdp(
+  timeoutMs?: number,
+): Promise<BenchProcess<{ issuer: string; clientId: string; clientSecret: string }>> {
+  const module = join(import.meta.dirname, '../../sidecar/dev-idp.ts');
+  return startModule('dev-idp', module, 'startDevIdentityProvider', {}, timeoutMs);
 }
 
 /** Node flags and environment beyond the deployed ones (`--variant`). */
@@ -89,6 +92,8 @@ export interface FrontendProcessOptions {
   readonly installation?: BenchInstallation;
   /** More shares without OAuth (token and target), e.g. one behind the request inspector's hop. */
   readonly extraShares?: readonly { readonly token: string; readonly target: string }[];
+  /** How long the process may take to log that it listens (default 20 s). */
+  readonly startTimeoutMs?: number;
 }
 
 /** What the frontends of one installation share (bench:share-pod). */
@@ -159,6 +164,7 @@ export async function startFrontendProcess(
     cwd: root,
     env: { ...process.env, ...imageEnvironment(), ...variant?.env },
     ready: (line) => (line.includes('"msg":"frontend listening"') ? true : undefined),
+    ...(options.startTimeoutMs === undefined ? {} : { timeoutMs: options.startTimeoutMs }),
   });
   const listeningMs = performance.now() - spawned;
   // Ready for logins once the provider's discovery has succeeded (polled every 10 ms).
