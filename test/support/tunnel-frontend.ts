@@ -1,10 +1,14 @@
-import type { Logger } from '../../lib/logger.ts';
+import { listenHandler, type RunningListener } from '../../agent/backends/listener.ts';
+import { startAccessClient, type RunningAccessClient } from '../../agent/tunnel/access-client.ts';
+import { remoteAccessHandler } from '../../agent/tunnel/remote-access.ts';
+import { createLogger, type Logger } from '../../lib/logger.ts';
 import type { EnvironmentIdentity, PublishedShare, ShareDirectory } from '../../lib/tunnel/directory.ts';
-import type { TunnelLimits } from '../../lib/tunnel/protocol.ts';
+import { ACCESS_PATH, tunnelUrl, type TunnelLimits, type TunnelTransport } from '../../lib/tunnel/protocol.ts';
 import { startFrontend, type RunningFrontend } from '../../sidecar/frontend.ts';
 import { TunnelEndpoint } from '../../sidecar/tunnel/endpoint.ts';
 import { LocalTunnels } from '../../sidecar/tunnel/locator.ts';
 import { tunnelledShares } from '../../sidecar/tunnel/routes.ts';
+import { until } from './until.ts';
 
 export interface TunnelFrontend {
   readonly frontend: RunningFrontend;
@@ -63,4 +67,29 @@ export function twoMachineDirectory(): ShareDirectory {
     authenticate: (token: string) => Promise.resolve(identities[token]),
     onRevoked: () => () => undefined,
   };
+}
+
+/** The second machine of `TWO_MACHINES` reaching `priv1`: its access client and local listener. */
+export interface PrivateAccess {
+  readonly access: RunningAccessClient;
+  readonly listener: RunningListener;
+}
+
+/**
+ * Connects the second machine's access client to the frontend on `port` (over `transport`) and
+ * opens its local listener for `priv1`, as `svc access` does; resolves once the access is up.
+ */
+export async function startPrivateAccess(port: number, transport: TunnelTransport): Promise<PrivateAccess> {
+  const access = startAccessClient({
+    transport,
+    url: tunnelUrl(`http://127.0.0.1:${port}`, ACCESS_PATH),
+    token: TWO_MACHINES.second,
+    logger: createLogger('access', { level: 'silent' }),
+  });
+  await until(() => access.target() !== undefined, 'the access connection', 10_000, 25);
+  const listener = await listenHandler(remoteAccessHandler({ target: () => access.target(), shareToken: 'priv1' }), {
+    host: '127.0.0.1',
+    port: 0,
+  });
+  return { access, listener };
 }

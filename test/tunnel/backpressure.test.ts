@@ -2,23 +2,21 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAccessClient, type RunningAccessClient } from '../../agent/tunnel/access-client.ts';
-import { listenHandler, type RunningListener } from '../../agent/backends/listener.ts';
-import { remoteAccessHandler } from '../../agent/tunnel/remote-access.ts';
+import type { RunningAccessClient } from '../../agent/tunnel/access-client.ts';
+import type { RunningListener } from '../../agent/backends/listener.ts';
 import type { TunnelledShare } from '../../agent/tunnel/serve-stream.ts';
 import { startTunnel, type RunningTunnel } from '../../agent/tunnel/tunnel-client.ts';
 import { createLogger } from '../../lib/logger.ts';
-import {
-  ACCESS_PATH,
-  DEFAULT_TUNNEL_LIMITS,
-  STREAM_WINDOW_BYTES,
-  TUNNEL_PATH,
-  tunnelUrl,
-} from '../../lib/tunnel/protocol.ts';
+import { DEFAULT_TUNNEL_LIMITS, STREAM_WINDOW_BYTES, TUNNEL_PATH, tunnelUrl } from '../../lib/tunnel/protocol.ts';
 import type { RunningFrontend } from '../../sidecar/frontend.ts';
 import type { TunnelEndpoint } from '../../sidecar/tunnel/endpoint.ts';
 import type { LocalTunnels } from '../../sidecar/tunnel/locator.ts';
-import { startTunnelFrontend, TWO_MACHINES, twoMachineDirectory } from '../support/tunnel-frontend.ts';
+import {
+  startPrivateAccess,
+  startTunnelFrontend,
+  TWO_MACHINES,
+  twoMachineDirectory,
+} from '../support/tunnel-frontend.ts';
 import { tunnelTransport } from '../support/tunnel-transport.ts';
 import { until } from '../support/until.ts';
 
@@ -147,17 +145,7 @@ beforeAll(async () => {
     resolve: (t) => shares.get(t),
   });
   await until(() => tunnel.connected && locator.find('aaaaaaaaaaaa') !== undefined, 'the tunnel', 10_000, 25);
-  access = startAccessClient({
-    transport: tunnelTransport(),
-    url: tunnelUrl(`http://127.0.0.1:${frontend.port}`, ACCESS_PATH),
-    token: TWO_MACHINES.second,
-    logger: createLogger('access', { level: 'silent' }),
-  });
-  await until(() => access.target() !== undefined, 'the access connection', 10_000, 25);
-  listener = await listenHandler(remoteAccessHandler({ target: () => access.target(), shareToken: 'priv1' }), {
-    host: '127.0.0.1',
-    port: 0,
-  });
+  ({ access, listener } = await startPrivateAccess(frontend.port, tunnelTransport()));
 });
 
 afterAll(async () => {

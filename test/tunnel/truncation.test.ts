@@ -1,18 +1,22 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAccessClient, type RunningAccessClient } from '../../agent/tunnel/access-client.ts';
-import { listenHandler, type RunningListener } from '../../agent/backends/listener.ts';
-import { remoteAccessHandler } from '../../agent/tunnel/remote-access.ts';
+import type { RunningAccessClient } from '../../agent/tunnel/access-client.ts';
+import type { RunningListener } from '../../agent/backends/listener.ts';
 import type { TunnelledShare } from '../../agent/tunnel/serve-stream.ts';
 import { startTunnel, type RunningTunnel } from '../../agent/tunnel/tunnel-client.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { ACCESS_PATH, DEFAULT_TUNNEL_LIMITS, TUNNEL_PATH, tunnelUrl } from '../../lib/tunnel/protocol.ts';
+import { DEFAULT_TUNNEL_LIMITS, TUNNEL_PATH, tunnelUrl } from '../../lib/tunnel/protocol.ts';
 import type { RunningFrontend } from '../../sidecar/frontend.ts';
 import type { TunnelEndpoint } from '../../sidecar/tunnel/endpoint.ts';
 import type { LocalTunnels } from '../../sidecar/tunnel/locator.ts';
 import { suiteFigures } from '../support/figures.ts';
-import { startTunnelFrontend, TWO_MACHINES, twoMachineDirectory } from '../support/tunnel-frontend.ts';
+import {
+  startPrivateAccess,
+  startTunnelFrontend,
+  TWO_MACHINES,
+  twoMachineDirectory,
+} from '../support/tunnel-frontend.ts';
 import { tunnelTransport } from '../support/tunnel-transport.ts';
 import { until } from '../support/until.ts';
 
@@ -25,7 +29,6 @@ import { until } from '../support/until.ts';
 const figures = suiteFigures(tunnelTransport() === 'direct' ? 'tunnel-truncation' : 'tunnel-truncation-websocket');
 const DOMAIN = 'truncation.localhost';
 const OWNER = TWO_MACHINES.owner;
-const SECOND = TWO_MACHINES.second;
 const PART = 'p'.repeat(1000);
 const WHOLE = 4 * PART.length;
 
@@ -124,17 +127,7 @@ beforeAll(async () => {
   }));
   frontendPort = frontend.port;
   tunnel = await connectTunnel();
-  access = startAccessClient({
-    transport: tunnelTransport(),
-    url: tunnelUrl(`http://127.0.0.1:${frontendPort}`, ACCESS_PATH),
-    token: SECOND,
-    logger: createLogger('access', { level: 'silent' }),
-  });
-  await until(() => access.target() !== undefined, 'the access connection', 10_000, 25);
-  listener = await listenHandler(remoteAccessHandler({ target: () => access.target(), shareToken: 'priv1' }), {
-    host: '127.0.0.1',
-    port: 0,
-  });
+  ({ access, listener } = await startPrivateAccess(frontendPort, tunnelTransport()));
 });
 
 afterAll(async () => {
