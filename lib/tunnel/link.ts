@@ -120,5 +120,9 @@ export function socketLink(socket: Socket, head: Buffer): TunnelLink {
     },
   };
   socket.on('error', () => undefined);
+  // HTTP/2 has no half-closed connection: the peer's FIN means it is gone. A server's upgraded
+  // socket allows half-open connections, and the session does not close on it, so without this a
+  // killed agent would count as online until the PING deadline.
+  socket.once('end', () => link.terminate());
   return link;
 }
