@@ -3,6 +3,7 @@ import { ConfigError, errorText, problemText } from '../lib/errors.ts';
 import { createLogger } from '../lib/logger.ts';
 import { untilSignal } from '../lib/signals.ts';
 import { loadFrontendConfig, type FrontendConfig } from '../lib/config/frontend.ts';
+import { ShareFileCache } from '../lib/config/share-file-cache.ts';
 import { staticShares, type ShareSource } from '../lib/share/source.ts';
 import { watchFrontendConfig } from './config-watch.ts';
 import { sharedStateOverIpc } from './shared-state.ts';
@@ -12,10 +13,11 @@ import { runPrimary } from './workers.ts';
  * `svc frontend --config file`: the per-share sidecar process. Config is validated once (the
  * process refuses to start on any problem); afterwards the share list is reloaded when the file or
  * a file of its `share_directory` changes (a mounted Secret being updated), and a bad edit keeps
- * the last good list.
+ * the last good list. A reload validates only the share files that changed since the last load.
  */
 export async function runFrontend(path: string): Promise<void> {
-  const config = loadFrontendConfig(path);
+  const shareFiles = new ShareFileCache();
+  const config = loadFrontendConfig(path, { shareFiles });
   const log = createLogger('frontend');
   if (config.workers > 1 && cluster.isPrimary) return runPrimary(config.workers, log);
   const stopped = untilSignal();
@@ -45,7 +47,7 @@ export async function runFrontend(path: string): Promise<void> {
     () => shareDirectory,
     () => {
       try {
-        const next = loadFrontendConfig(path);
+        const next = loadFrontendConfig(path, { shareFiles });
         current = staticShares(next.shares);
         shareDirectory = next.shareDirectory;
         log.info({ shares: next.shares.length }, 'configuration reloaded');

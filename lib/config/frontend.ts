@@ -2,10 +2,11 @@ import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { ConfigReader, join, loadYamlFile } from '../config-reader.ts';
 import type { ListenAddress } from '../listen.ts';
-import { readShareOptions } from '../share/config-file.ts';
-import { SHARE_KEYS, type ShareRoute } from '../share/spec.ts';
+import type { ShareRoute } from '../share/spec.ts';
 import { readProviders, type ProviderConfig } from './providers.ts';
-import { readShareFiles } from './share-directory.ts';
+import { readShareDirectory } from './share-directory.ts';
+import type { ShareFileCache } from './share-file-cache.ts';
+import { addShareItems, validateShareList } from './share-list.ts';
 
 export interface OAuthConfig {
   readonly bindAddress: ListenAddress;
@@ -71,22 +72,30 @@ export const OAUTH_KEYS = [
 ];
 const AUTH_SERVICE_KEYS = ['url', 'credential'];
 
+/** How a frontend config is read besides its document. */
+export interface FrontendConfigOptions {
+  /** What a relative `share_directory` is resolved against (default: the working directory). */
+  readonly baseDir?: string;
+  /** The share files validated by earlier loads, reused where unchanged (a reloading process keeps one). */
+  readonly shareFiles?: ShareFileCache;
+}
+
 /**
  * Loads and validates a frontend config file, with the share files of its `share_directory`
  * (relative to the file's directory); throws one ConfigError listing every problem.
  */
-export function loadFrontendConfig(path: string): FrontendConfig {
-  return parseFrontendConfig(loadYamlFile(path), path, { baseDir: dirname(path) });
+export function loadFrontendConfig(path: string, options: { shareFiles?: ShareFileCache } = {}): FrontendConfig {
+  return parseFrontendConfig(loadYamlFile(path), path, { ...options, baseDir: dirname(path) });
 }
 
 /**
  * Validates a frontend config document. A relative `share_directory` is resolved against
- * `baseDir` (default: the working directory), and its files are read here.
+ * `options.baseDir`, and its files are read here.
  */
 export function parseFrontendConfig(
   doc: unknown,
   source = 'config',
-  options: { baseDir?: string } = {},
+  options: FrontendConfigOptions = {},
 ): FrontendConfig {
   const r = new ConfigReader();
   const top = r.object(doc, '(document)');
@@ -102,7 +111,7 @@ export function parseFrontendConfig(
     workers = readWorkers(r, top.workers);
     const dir = r.string(top, 'share_directory', '', { required: false });
     shareDirectory = dir === undefined ? undefined : resolve(options.baseDir ?? '.', dir);
-    shares = readAllShares(r, top.shares, shareDirectory, oauth);
+    shares = readAllShares(r, top.shares, shareDirectory, oauth, options.shareFiles);
     if (isSharePod(top.oauth) && shares.length !== 1)
       r.problem(
         'shares',
@@ -238,6 +247,7 @@ function readAllShares(
   value: unknown,
   shareDirectory: string | undefined,
   oauth: OAuthConfig | undefined,
+  shareFiles: ShareFileCache | undefined,
 ): ShareRoute[] {
   if (value === undefined || value === null) {
     r.problem('shares', 'required: the list of shares this frontend serves (may be empty: [])');
@@ -249,36 +259,10 @@ function readAllShares(
   }
   const providerNames = oauth?.providers.map((p) => p.name);
   const seen = new Map<string, string>();
-  const result = readShares(r, value, 'shares', providerNames, seen);
-  if (shareDirectory !== undefined) {
-    for (const file of readShareFiles(r, shareDirectory))
-      result.push(...readShares(r, file.shares, file.path, providerNames, seen));
-  }
-  return result;
-}
-
-/** One list of shares at `path`; `seen` maps each token read so far to where it was. */
-function readShares(
-  r: ConfigReader,
-  items: readonly unknown[],
-  path: string,
-  providerNames: readonly string[] | undefined,
-  seen: Map<string, string>,
-): ShareRoute[] {
   const result: ShareRoute[] = [];
-  items.forEach((item, index) => {
-    const at = join(path, index);
-    const o = r.object(item, at);
-    if (!o) return;
-    r.unknownKeys(o, at, SHARE_KEYS);
-    const share = readShareOptions(r, o, at, providerNames);
-    if (!share) return;
-    const before = seen.get(share.token);
-    if (before !== undefined)
-      r.problem(join(at, 'token'), `duplicate share token ${JSON.stringify(share.token)} (also at ${before})`);
-    else seen.set(share.token, at);
-    result.push(share);
-  });
+  addShareItems(r, validateShareList(value, 'shares', providerNames), seen, result);
+  if (shareDirectory !== undefined)
+    addShareItems(r, readShareDirectory(r, shareDirectory, providerNames, shareFiles), seen, result);
   return result;
 }
 

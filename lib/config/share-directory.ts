@@ -1,35 +1,38 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join as joinPath } from 'node:path';
 import { parseYamlText, type ConfigReader } from '../config-reader.ts';
-import { ConfigError, errorText } from '../errors.ts';
-
-/** One share file of a `share_directory`: its path and its parsed document (a list of shares). */
-export interface ShareFile {
-  readonly path: string;
-  readonly shares: readonly unknown[];
-}
+import { ConfigError, errorText, problem } from '../errors.ts';
+import { ShareFileCache, type ValidatedShareFile } from './share-file-cache.ts';
+import { validateShareList, type ShareItem } from './share-list.ts';
 
 /**
- * The `*.yaml` files of a frontend config's `share_directory`, in name order. A missing directory
- * or file holds no shares: Kubernetes mounts an optional Secret that does not exist (yet) as no
- * file. Hidden entries are skipped: a projected Secret volume keeps its real files in `..data/`
- * and shows each key as a symlink into it. Every unreadable or malformed file is a problem at its
- * own path, so one pass reports them all.
+ * The shares of the `*.yaml` files of a frontend config's `share_directory`, each file's items in
+ * name order; `providerNames` are the config's providers, undefined when they are not valid. A
+ * missing directory or file holds no shares: Kubernetes mounts an optional Secret that does not exist
+ * (yet) as no file. Hidden entries are skipped: a projected Secret volume keeps its real files in
+ * `..data/` and shows each key as a symlink into it. Every unreadable or malformed file is a problem
+ * at its own path (recorded here, in file order), so one pass reports them all; the items' own
+ * problems are left to the caller, with the duplicate check. A file whose text and providers are
+ * those `cache` kept is not validated again.
  */
-export function readShareFiles(r: ConfigReader, dir: string): ShareFile[] {
-  const names = listShareFiles(r, dir);
-  const files: ShareFile[] = [];
-  for (const name of names) {
-    const path = joinPath(dir, name);
-    const doc = readShareFile(r, path);
-    if (doc === undefined || doc === null) continue;
-    if (!Array.isArray(doc)) {
-      r.problem(path, 'must be a list of shares (the format of the frontend config’s shares:)');
-      continue;
-    }
-    files.push({ path, shares: doc });
+export function readShareDirectory(
+  r: ConfigReader,
+  dir: string,
+  providerNames: readonly string[] | undefined,
+  cache: ShareFileCache = new ShareFileCache(),
+): ShareItem[] {
+  const paths = listShareFiles(r, dir).map((name) => joinPath(dir, name));
+  cache.keepOnly(new Set(paths));
+  const context = JSON.stringify(providerNames ?? null);
+  const items: ShareItem[] = [];
+  for (const path of paths) {
+    const bytes = readShareFile(r, path);
+    if (bytes === undefined) continue;
+    const file = cache.file(path, bytes, context, () => validateShareFile(path, bytes, providerNames));
+    for (const p of file.problems) r.problem(p.path, p.message, p.code);
+    items.push(...file.items);
   }
-  return files;
+  return items;
 }
 
 /**
@@ -76,20 +79,34 @@ function listShareFiles(r: ConfigReader, dir: string): string[] {
   }
 }
 
-/** The parsed document of one share file; undefined when it is gone or was recorded as a problem. */
-function readShareFile(r: ConfigReader, path: string): unknown {
-  let text: string;
+/** The bytes of one share file; undefined when it is gone or was recorded as a problem. */
+function readShareFile(r: ConfigReader, path: string): Buffer | undefined {
   try {
-    text = readFileSync(path, 'utf8');
+    return readFileSync(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') r.problem(path, `cannot read: ${errorText(err)}`);
     return undefined;
   }
+}
+
+/** One share file's text parsed and each of its shares validated; an empty file holds none. */
+function validateShareFile(
+  path: string,
+  bytes: Buffer,
+  providerNames: readonly string[] | undefined,
+): ValidatedShareFile {
+  let doc: unknown;
   try {
-    return parseYamlText(text, path);
+    doc = parseYamlText(bytes.toString('utf8'), path);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    for (const p of err.problems) r.problem(path, p.message);
-    return undefined;
+    return { problems: err.problems.map((p) => problem(path, p.message, p.code)), items: [] };
   }
+  if (doc === undefined || doc === null) return { problems: [], items: [] };
+  if (!Array.isArray(doc))
+    return {
+      problems: [problem(path, 'must be a list of shares (the format of the frontend config’s shares:)')],
+      items: [],
+    };
+  return { problems: [], items: validateShareList(doc, path, providerNames) };
 }
