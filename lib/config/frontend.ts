@@ -262,7 +262,8 @@ function readAllShares(
   const result: ShareRoute[] = [];
   addShareItems(r, validateShareList(value, 'shares', providerNames), seen, result);
   if (shareDirectory !== undefined)
-    addShareItems(r, readShareDirectory(r, shareDirectory, providerNames, shareFiles), seen, result);
+    for (const items of readShareDirectory(r, shareDirectory, providerNames, shareFiles))
+      addShareItems(r, items, seen, result);
   return result;
 }
 

@@ -6,7 +6,7 @@ import { ShareFileCache, type ValidatedShareFile } from './share-file-cache.ts';
 import { validateShareList, type ShareItem } from './share-list.ts';
 
 /**
- * The shares of the `*.yaml` files of a frontend config's `share_directory`, each file's items in
+ * The shares of the `*.yaml` files of a frontend config's `share_directory`: each file's items, in
  * name order; `providerNames` are the config's providers, undefined when they are not valid. A
  * missing directory or file holds no shares: Kubernetes mounts an optional Secret that does not exist
  * (yet) as no file. Hidden entries are skipped: a projected Secret volume keeps its real files in
@@ -20,19 +20,19 @@ export function readShareDirectory(
   dir: string,
   providerNames: readonly string[] | undefined,
   cache: ShareFileCache = new ShareFileCache(),
-): ShareItem[] {
+): (readonly ShareItem[])[] {
   const paths = listShareFiles(r, dir).map((name) => joinPath(dir, name));
   cache.keepOnly(new Set(paths));
   const context = JSON.stringify(providerNames ?? null);
-  const items: ShareItem[] = [];
+  const files: (readonly ShareItem[])[] = [];
   for (const path of paths) {
     const bytes = readShareFile(r, path);
     if (bytes === undefined) continue;
     const file = cache.file(path, bytes, context, () => validateShareFile(path, bytes, providerNames));
     for (const p of file.problems) r.problem(p.path, p.message, p.code);
-    items.push(...file.items);
+    files.push(file.items);
   }
-  return items;
+  return files;
 }
 
 /**
