@@ -27,7 +27,8 @@ import { remoteAccessHandler } from './tunnel/remote-access.ts';
 import { listenTcp, localTcpAccess, remoteTcpAccess } from './tunnel/tcp-access.ts';
 import { parseTcpTarget, tcpTargetProblem, type TcpTarget } from '../lib/share/tcp-target.ts';
 import type { TunnelledShare } from './tunnel/serve-stream.ts';
-import { startRecording, type RecordingFront } from './inspector/recorder.ts';
+import type { ExchangeRecorder } from '../lib/exchange-observer.ts';
+import { shareRecorder } from './inspector/recorder.ts';
 import type { InspectorStore } from './inspector/store.ts';
 
 /** Share entry of the status response (seed: "Share entry (in the status response)"). */
@@ -98,8 +99,8 @@ interface LiveShare {
   readonly tcpTarget?: TcpTarget;
   readonly route: ShareRoute;
   readonly listener?: RunningListener;
-  /** The inspector's recording hop in front of the backend, when the inspector is on. */
-  readonly recording?: RecordingFront;
+  /** Records the share's requests where they are sent to the backend, when the inspector is on. */
+  readonly recorder?: ExchangeRecorder;
 }
 
 interface LiveAccess {
@@ -195,7 +196,12 @@ export class Agent {
     const live = this.shares.get(token);
     if (!live) return undefined;
     const { shareMode } = live.record;
-    return { shareMode, backendUrl: served(live), ...(live.tcpTarget ? { tcpTarget: live.tcpTarget } : {}) };
+    return {
+      shareMode,
+      backendUrl: live.backendUrl,
+      ...(live.tcpTarget ? { tcpTarget: live.tcpTarget } : {}),
+      ...(live.recorder ? { recorder: live.recorder } : {}),
+    };
   }
 
   /**
@@ -346,7 +352,7 @@ export class Agent {
       webListing: live.record.webListing ?? false,
       createdAt: live.record.createdAt,
       online: live.record.shareMode === 'private' || this.publisher !== undefined || !!this.options.publicUrl,
-      inspected: live.recording !== undefined,
+      inspected: live.recorder !== undefined,
     }));
     const accesses = [...this.accesses.values()].map((a) => ({
       ...accessEntry(a.record),
@@ -363,7 +369,7 @@ export class Agent {
     return () => this.changeListeners.delete(listener);
   }
 
-  /** A share's backend URL (the target itself, never the inspector's hop), for a replay. */
+  /** A share's backend URL, for a replay. */
   backendOf(token: string): URL | undefined {
     return this.shares.get(token)?.backendUrl;
   }
@@ -431,22 +437,20 @@ export class Agent {
         }
       : undefined;
     const inspector = this.options.inspector;
-    const recording = inspector
-      ? await startRecording(record.token, backendUrl, inspector.store, inspector.ownCookie)
-      : undefined;
+    const recorder = inspector ? shareRecorder(record.token, inspector.store, inspector.ownCookie) : undefined;
     // The agent mints every token itself, so a share's creation time tells it from any other share.
     const route: ShareRoute = {
       token: record.token,
       instance: `${record.token}@${record.createdAt}`,
-      target: recording?.url ?? backendUrl,
+      target: backendUrl,
       ...(oauth ? { oauth } : {}),
+      ...(recorder ? { recorder } : {}),
     };
-    return { record, backendUrl, route, ...(listener ? { listener } : {}), ...(recording ? { recording } : {}) };
+    return { record, backendUrl, route, ...(listener ? { listener } : {}), ...(recorder ? { recorder } : {}) };
   }
 
   /** Stops a share's listeners and forgets what the inspector recorded of it. */
   private async closeShare(live: LiveShare): Promise<void> {
-    await live.recording?.close();
     this.options.inspector?.store.forget(live.record.token);
     await live.listener?.close();
   }
@@ -457,7 +461,12 @@ export class Agent {
 
   private async startAccess(share: LiveShare, address: ListenAddress): Promise<RunningListener> {
     if (share.tcpTarget) return listenTcp(localTcpAccess(share.tcpTarget, this.options.logger), address);
-    const handler = proxyBackend({ target: served(share), identityHeaders: 'strip', logger: this.options.logger });
+    const handler = proxyBackend({
+      target: share.backendUrl,
+      identityHeaders: 'strip',
+      logger: this.options.logger,
+      ...(share.recorder ? { recorder: share.recorder } : {}),
+    });
     try {
       return await listenHandler(handler, address);
     } catch (err) {
@@ -504,11 +513,6 @@ export class Agent {
     this.queue = run.catch(() => undefined);
     return run;
   }
-}
-
-/** Where requests to a share go: the inspector's recording hop when it records, else the backend. */
-function served(live: LiveShare): URL {
-  return live.recording?.url ?? live.backendUrl;
 }
 
 function accessEntry(record: AccessRecord): AccessEntry {

@@ -111,7 +111,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BODY_BYTES = 64;
 /** The contender issue #12's targets are about: one frontend process, a logged-in visitor. */
 const OAUTH_SHARE = 'frontend, OAuth share (authenticated)';
-/** An open share whose target is the request inspector's recording hop (the agent's inspector on). */
+/** An open share recorded by the agent's request inspector, in a frontend of its own (bench/lib/inspected-frontend.ts). */
 const INSPECTED = 'frontend, open share, inspector on';
 /** Node's floor: a proxy that moves bytes and does nothing of HTTP (bench/lib/proxy-paths.ts `relay`). */
 const RELAY = 'Node byte relay (no HTTP: the floor of Node sockets)';
@@ -240,12 +240,12 @@ async function main(): Promise<number> {
         freePort(),
       ]);
     const backendUrl = new URL(backend.url);
-    // The agent's request inspector: its recording hop in front of the backend (INSPECTED).
-    const hop = await startModule<{ url: string }>(
-      'inspector hop',
-      join(ROOT, 'bench/lib/inspector-hop.ts'),
-      'startInspectorHop',
-      { upstream: backendUrl.href },
+    // The agent's request inspector on (INSPECTED): a frontend recording its one share.
+    const inspected = await startModule<{ url: string }>(
+      'inspected frontend',
+      join(ROOT, 'bench/lib/inspected-frontend.ts'),
+      'startInspectedFrontend',
+      { upstream: backendUrl.href, port: 0, domain: DOMAIN },
       undefined,
       { memoryLimit: memoryLimits.next(), env: imageEnvironment(), nodeFlags: imageNodeFlags() },
     );
@@ -257,7 +257,6 @@ async function main(): Promise<number> {
       metricsPort,
       backend: backendUrl,
       idp: idp.ready,
-      extraShares: [{ token: 'inspected', target: hop.ready.url }],
     });
     const nginx = await startNginxProxy({ dir: join(dir, 'nginx'), port: nginxPort, upstream: backendUrl });
     const startBarePipe = (path: ProxyPath) =>
@@ -336,10 +335,10 @@ async function main(): Promise<number> {
       },
       {
         name: INSPECTED,
-        url: `http://127.0.0.1:${frontendPort}/`,
-        headers: { host: shareUrl('inspected').host },
-        proxyPids: () => [frontend.pid, hop.pid],
-        memoryPids: () => [frontend.pid, hop.pid],
+        url: inspected.ready.url,
+        headers: { host: `inspected.${DOMAIN}` },
+        proxyPids: () => [inspected.pid],
+        memoryPids: () => [inspected.pid],
       },
       {
         name: OAUTH_SHARE,

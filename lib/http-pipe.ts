@@ -3,6 +3,7 @@ import type * as Https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { ShareCookies } from './backend-cookies.ts';
 import { BackendIdleWatch } from './backend-idle.ts';
+import type { ExchangeRecorder, ExchangeObserver } from './exchange-observer.ts';
 import { MAX_RESPONSE_HEAD_BYTES } from './http-limits.ts';
 import { connectionListed, HOP_BY_HOP, withoutListed } from './hop-by-hop.ts';
 import { Agent, request } from './node-http.ts';
@@ -20,6 +21,7 @@ export interface BackendPipe {
   /**
    * `setCookie` (a refreshed session) is added to the backend's response without replacing the
    * backend's own; `cookies` decides which of the backend's own Set-Cookie headers pass (the frontend's).
+   * `recorder` (the agent's request inspector) is shown the exchange as it passes.
    */
   web(
     req: IncomingMessage,
@@ -29,6 +31,7 @@ export interface BackendPipe {
     onError: (err: Error) => void,
     setCookie?: string,
     cookies?: ShareCookies,
+    recorder?: ExchangeRecorder,
   ): void;
   /** `headers` as for `web`; Connection and Upgrade are kept, as the backend must see them. */
   ws(
@@ -68,25 +71,25 @@ export interface BackendPipeOptions {
   readonly backendTimeoutMs: number;
   /** Told the time from sending a request to the backend's response head, in seconds. */
   readonly observeUpstream?: (seconds: number) => void;
-  /** Shown each backend response as it starts, before it is piped on (the agent's request inspector). */
-  readonly observeResponse?: (req: IncomingMessage, upstreamRes: IncomingMessage) => void;
 }
 
 export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
-  const { backendTimeoutMs, observeUpstream, observeResponse } = options;
+  const { backendTimeoutMs, observeUpstream } = options;
   const agent = new Agent(POOL);
   const tls = new TlsTransport();
   const idle = new BackendIdleWatch(backendTimeoutMs);
   return {
-    web(req, res, target, headers, onError, setCookie, cookies) {
+    web(req, res, target, headers, onError, setCookie, cookies, recorder) {
       const t0 = process.hrtime.bigint();
+      const backendHeaders = requestHeaders(headers, target.host, HOP_BY_HOP_REQUEST);
+      const observer = recorder?.(req.method ?? 'GET', req.url ?? '/', backendHeaders);
       const sent: RequestOptions = {
         agent,
         host: upstreamHost(target),
         port: upstreamPort(target),
         method: req.method,
         path: joinPath(target.pathname, req.url ?? '/'),
-        headers: requestHeaders(headers, target.host, HOP_BY_HOP_REQUEST),
+        headers: backendHeaders,
         maxHeaderSize: MAX_RESPONSE_HEAD_BYTES,
       };
       const upstream = target.protocol === 'https:' ? tls.request(sent) : request(sent);
@@ -107,7 +110,7 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
       });
       upstream.on('response', (upstreamRes) => {
         observeUpstream?.(Number(process.hrtime.bigint() - t0) / 1e9);
-        observeResponse?.(req, upstreamRes);
+        if (observer) observeResponse(observer, upstreamRes);
         res.writeHead(
           upstreamRes.statusCode ?? 502,
           upstreamRes.statusMessage ?? '',
@@ -125,10 +128,14 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
       res.on('close', () => {
         idle.done(watched);
         if (!res.writableFinished) upstream.destroy();
+        observer?.end();
       });
       const readAhead = READ_AHEAD.get(req);
-      if (readAhead) upstream.end(readAhead);
-      else if (hasBody(req)) {
+      if (readAhead) {
+        observer?.requestBody(readAhead);
+        upstream.end(readAhead);
+      } else if (hasBody(req)) {
+        if (observer) req.on('data', (chunk: Buffer) => observer.requestBody(chunk));
         // A request that fails mid-body (without a body, the visitor's leaving closes `res` above).
         req.on('error', () => upstream.destroy());
         req.pipe(upstream);
@@ -151,6 +158,12 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
       tls.close();
     },
   };
+}
+
+/** Shows a recorded exchange its response head and body as they are piped on. */
+function observeResponse(observer: ExchangeObserver, upstreamRes: IncomingMessage): void {
+  observer.response(upstreamRes.statusCode ?? 0, upstreamRes.rawHeaders);
+  upstreamRes.on('data', (chunk: Buffer) => observer.responseBody(chunk));
 }
 
 /**

@@ -107,7 +107,9 @@ function proxyToBackend(
     sendPage(res, status, title, message);
   };
   const target = share.target;
-  deps.uploads.admit(req, res, share.token, () => proxy.web(req, res, target, headers, onError, setCookie, cookies));
+  deps.uploads.admit(req, res, share.token, () =>
+    proxy.web(req, res, target, headers, onError, setCookie, cookies, share.recorder),
+  );
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { BackendTimeout } from '../../lib/backend-idle.ts';
+import type { ExchangeRecorder } from '../../lib/exchange-observer.ts';
 import { createBackendPipe, pushHeader, type BackendHeaders } from '../../lib/http-pipe.ts';
 import { connectionListed, forwardedConnection } from '../../lib/hop-by-hop.ts';
 import { isIdentityHeaderName } from '../../lib/identity-headers.ts';
@@ -14,6 +15,8 @@ export interface ProxyBackendOptions {
   readonly logger: Logger;
   /** A target silent this long gets 504 (default 120 s, as the frontend's backend timeout). */
   readonly backendTimeoutMs?: number;
+  /** Records the requests passed on (the agent's request inspector, for a private access). */
+  readonly recorder?: ExchangeRecorder;
 }
 
 /**
@@ -26,10 +29,10 @@ export interface ProxyBackendOptions {
 export function proxyBackend(options: ProxyBackendOptions): BackendHandler {
   const pipe = createBackendPipe({ backendTimeoutMs: options.backendTimeoutMs ?? 120_000 });
   const strip = (options.identityHeaders ?? 'strip') === 'strip';
-  const { target, logger } = options;
+  const { target, logger, recorder } = options;
   return {
     request(req: IncomingMessage, res: ServerResponse) {
-      pipe.web(req, res, target, forwardedHeaders(req, strip), (err) => {
+      const onError = (err: Error): void => {
         const timedOut = err instanceof BackendTimeout;
         logger.warn({ err: err.message, target: target.origin }, timedOut ? 'backend timeout' : 'backend unreachable');
         res.writeHead(timedOut ? 504 : 502, { 'content-type': 'text/plain; charset=utf-8' });
@@ -38,7 +41,8 @@ export function proxyBackend(options: ProxyBackendOptions): BackendHandler {
             ? '504 Gateway Timeout: the share backend did not answer in time\n'
             : '502 Bad Gateway: the share backend did not answer\n',
         );
-      });
+      };
+      pipe.web(req, res, target, forwardedHeaders(req, strip), onError, undefined, undefined, recorder);
     },
     upgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
       pipe.ws(req, socket, head, target, forwardedHeaders(req, strip));

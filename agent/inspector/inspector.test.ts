@@ -1,8 +1,11 @@
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../lib/logger.ts';
+import { listenHandler } from '../backends/listener.ts';
+import { proxyBackend } from '../backends/proxy.ts';
 import { REDACTED, redactHeaders, type RecordedExchange } from './record.ts';
-import { startRecording, type RecordingFront } from './recorder.ts';
+import { shareRecorder } from './recorder.ts';
 import { InspectorStore } from './store.ts';
 
 /** A backend that sets one of svc's cookies and one of its own, and answers binary on /bin. */
@@ -20,6 +23,26 @@ const backend = createServer((req, res) => {
     res.end('x'.repeat(3000));
   });
 });
+
+/** A proxy to the backend recording share `share` (the path of a private access), and how to stop it. */
+interface RecordingFront {
+  readonly url: URL;
+  close(): Promise<void>;
+}
+
+async function startRecording(
+  share: string,
+  target: URL,
+  store: InspectorStore,
+  ownCookie: string | undefined,
+): Promise<RecordingFront> {
+  const logger = createLogger('inspector-test', { level: 'silent' });
+  // `pass`: the identity headers as the OAuth frontend sets them, so the record's identity shows.
+  const recorder = shareRecorder(share, store, ownCookie);
+  const handler = proxyBackend({ target, logger, identityHeaders: 'pass', recorder });
+  const listener = await listenHandler(handler, { host: '127.0.0.1', port: 0 });
+  return { url: new URL(`http://127.0.0.1:${listener.port}/`), close: () => listener.close() };
+}
 
 function send(front: RecordingFront, path: string, headers: Record<string, string>, body = ''): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -83,19 +106,23 @@ describe('the request inspector', () => {
     ]);
   });
 
-  it('keeps binary bodies as their size and refuses requests without the hop secret', async () => {
+  it('keeps binary bodies as their size, and a request the backend never answered with status 0', async () => {
     const store = new InspectorStore({ requests: 10, bodyBytes: 1024, memoryBytes: 1 << 20 });
     const front = await startRecording('s1', target, store, undefined);
+    const gone = new URL('http://127.0.0.1:1/');
+    const dead = await startRecording('s2', gone, store, undefined);
     try {
       await send(front, '/bin', {});
       expect(store.list('s1')[0]?.responseBody).toMatchObject({ size: 5000, text: false });
-      const bare = await new Promise<number>((resolve) =>
-        request({ host: '127.0.0.1', port: front.url.port, path: '/bin' }, (res) => resolve(res.statusCode ?? 0)).end(),
-      );
-      expect(bare).toBe(404);
-      expect(store.list('s1')).toHaveLength(1);
+      expect(store.list('s1')[0]?.responseBody.kept.length).toBe(1024);
+      expect(await send(dead, '/nowhere', {}, 'payload')).toBe(502);
+      await new Promise((r) => setTimeout(r, 50));
+      const [unanswered] = store.list('s2');
+      expect(unanswered).toMatchObject({ path: '/nowhere', status: 0, method: 'POST' });
+      expect(unanswered?.requestBody.kept.toString()).toBe('payload');
     } finally {
       await front.close();
+      await dead.close();
     }
   });
 

@@ -86,12 +86,13 @@ export function identityOf(headers: readonly [string, string][]): RecordedExchan
 const TEXT_TYPE = /^(text\/|application\/(json|xml|javascript|x-www-form-urlencoded|[\w.+-]+\+(json|xml)))/i;
 
 /**
- * Collects the first `limit` bytes of a body as it streams by (the stream itself is untouched; its
- * chunks are held only until the body ends), counting the rest. Text when the content type says so and the body is not content-encoded.
+ * Collects the first `limit` bytes of a body as it streams by, copying them as they pass (the
+ * stream's own chunks are never held, so a large chunk is not kept alive by a small slice of it),
+ * and counts the rest. Text when the content type says so and the body is not content-encoded.
  */
 export class BodyCapture {
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
+  private kept: Buffer | undefined;
+  private length = 0;
   private size = 0;
   private readonly limit: number;
 
@@ -101,10 +102,11 @@ export class BodyCapture {
 
   add(chunk: Buffer): void {
     this.size += chunk.length;
-    if (this.kept >= this.limit) return;
-    const part = chunk.length <= this.limit - this.kept ? chunk : chunk.subarray(0, this.limit - this.kept);
-    this.chunks.push(part);
-    this.kept += part.length;
+    const room = this.limit - this.length;
+    if (room <= 0 || chunk.length === 0) return;
+    const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
+    if (!this.kept || this.kept.length - this.length < part.length) this.grow(part.length);
+    this.length += part.copy(this.kept as Buffer, this.length);
   }
 
   finish(headers: readonly [string, string][]): CapturedBody {
@@ -113,10 +115,22 @@ export class BodyCapture {
     const text = this.size === 0 || (!encoded && TEXT_TYPE.test(type));
     // A buffer of its own, exactly the kept size: a small one from Node's pool would keep its 8 KiB
     // slab alive for as long as the record lives, outside the inspector's byte bound.
-    const kept = Buffer.allocUnsafeSlow(this.kept);
-    let at = 0;
-    for (const chunk of this.chunks) at += chunk.copy(kept, at);
-    this.chunks.length = 0;
-    return { size: this.size, kept, truncated: this.size > this.kept, text };
+    const kept = this.kept && this.kept.length === this.length ? this.kept : exact(this.kept, this.length);
+    this.kept = undefined;
+    return { size: this.size, kept, truncated: this.size > this.length, text };
   }
+
+  /** Room for `more` bytes, doubling up to the limit (a body in one chunk is copied once). */
+  private grow(more: number): void {
+    const size = Math.min(this.limit, Math.max(this.length + more, 2 * (this.kept?.length ?? 0)));
+    const next = Buffer.allocUnsafeSlow(size);
+    this.kept?.copy(next, 0, 0, this.length);
+    this.kept = next;
+  }
+}
+
+function exact(from: Buffer | undefined, length: number): Buffer {
+  const out = Buffer.allocUnsafeSlow(length);
+  from?.copy(out, 0, 0, length);
+  return out;
 }

@@ -1,6 +1,7 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { IncomingHttpHeaders as Http2Headers, ServerHttp2Stream } from 'node:http2';
+import type { ExchangeObserver, ExchangeRecorder } from '../../lib/exchange-observer.ts';
 import { stripIdentityHeaders } from '../../lib/identity-headers.ts';
 import { Agent, request as httpRequest } from '../../lib/node-http.ts';
 import type { TcpTarget } from '../../lib/share/tcp-target.ts';
@@ -15,6 +16,8 @@ export interface TunnelledShare {
   readonly backendUrl: URL;
   /** A TCP share's target: its streams are TCP connections to it (serve-tcp.ts). */
   readonly tcpTarget?: TcpTarget;
+  /** Records the share's requests as they are sent to the backend (the agent's request inspector). */
+  readonly recorder?: ExchangeRecorder;
 }
 
 const agents = {
@@ -56,15 +59,17 @@ export function serveStream(
     protocol: target.protocol,
     hostname: target.hostname,
     port: target.port,
-    method: websocket ? 'GET' : (headers[':method'] ?? 'GET'),
+    method: websocket ? 'GET' : method(headers),
     path: joinPath(target.pathname, headers[':path'] ?? '/'),
     headers: out,
     // An upgraded socket leaves the pool; keep-alive only for ordinary requests.
     agent: websocket ? false : secure ? agents.https : agents.http,
   });
   let settled = false;
+  const observer = websocket ? undefined : share.recorder?.(method(headers), headers[':path'] ?? '/', flat(out));
   request.on('response', (res) => {
     if (stream.closed) return void res.destroy();
+    if (observer) observeResponse(observer, res);
     stream.respond({ ':status': res.statusCode ?? 502, ...tunnelHeaders(res.headers) });
     res.on('end', () => (settled = true));
     res.on('error', () => undefined);
@@ -88,7 +93,9 @@ export function serveStream(
   // A visitor who went away cancels the stream: the backend request is dropped too.
   stream.on('close', () => {
     if (!settled) request.destroy();
+    observer?.end();
   });
+  if (observer) stream.on('data', (chunk: Buffer) => observer.requestBody(chunk));
   if (websocket) request.end();
   // A request body cut short (the stream reset, the tunnel lost) never reaches the backend as whole.
   else relayBody(stream, request, () => request.destroy());
@@ -100,6 +107,27 @@ export function joinPath(base: string, path: string): string {
   const pathname = query < 0 ? path : path.slice(0, query);
   const rest = query < 0 ? '' : path.slice(query);
   return `${[base, pathname].filter(Boolean).join('/').replace(/\/+/g, '/')}${rest}`;
+}
+
+function method(headers: Http2Headers): string {
+  return headers[':method'] ?? 'GET';
+}
+
+/** Headers as a flat `[name, value, …]` list, a repeated one once per value. */
+function flat(headers: OutgoingHttpHeaders): string[] {
+  const out: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    if (Array.isArray(value)) for (const each of value) out.push(name, each);
+    else out.push(name, String(value));
+  }
+  return out;
+}
+
+/** Shows a recorded exchange its response head and body as they are relayed. */
+function observeResponse(observer: ExchangeObserver, res: IncomingMessage): void {
+  observer.response(res.statusCode ?? 0, res.rawHeaders);
+  res.on('data', (chunk: Buffer) => observer.responseBody(chunk));
 }
 
 function answer(stream: ServerHttp2Stream, status: number, text: string): void {

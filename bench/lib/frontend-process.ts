@@ -90,8 +90,6 @@ export interface FrontendProcessOptions {
    * its logins itself (fresh keys, `endpoint_url` on its own port).
    */
   readonly installation?: BenchInstallation;
-  /** More shares without OAuth (token and target), e.g. one behind the request inspector's hop. */
-  readonly extraShares?: readonly { readonly token: string; readonly target: string }[];
   /** How long the process may take to log that it listens (default 20 s). */
   readonly startTimeoutMs?: number;
 }
@@ -144,7 +142,6 @@ export async function startFrontendProcess(
     shares: [
       { token: 'open', target: backend.href },
       { token: 'login', target: backend.href, oauth_provider: 'dev', oauth_email_address_patterns: ['*@example.com'] },
-      ...(options.extraShares ?? []),
     ],
   };
   const file = join(dir, 'frontend.yaml');

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ShareCookies } from '../backend-cookies.ts';
+import type { ExchangeRecorder } from '../exchange-observer.ts';
 import type { EmailGlob } from '../glob.ts';
 
 export type ShareMode = 'public' | 'private';
@@ -43,6 +44,11 @@ export interface ShareRoute {
   /** A backend URL (proxied), or the tunnel of the environment that publishes the share. */
   readonly target: URL | ShareUpstream;
   readonly oauth?: ShareOAuth;
+  /**
+   * Records the share's requests where the frontend proxies them to a URL target (the agent's
+   * request inspector); such a share is left to Node's server, not the fast path.
+   */
+  readonly recorder?: ExchangeRecorder;
 }
 
 /** A share proxied to a backend URL (config files, the agent on one machine). */
