@@ -1,9 +1,12 @@
 import { createServer, request } from 'node:http';
+import { connect, createServer as createH2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../lib/logger.ts';
+import { ROUTE_HEADER } from '../../lib/tunnel/protocol.ts';
 import { listenHandler } from '../backends/listener.ts';
 import { proxyBackend } from '../backends/proxy.ts';
+import { serveStream } from '../tunnel/serve-stream.ts';
 import { REDACTED, redactHeaders, type RecordedExchange } from './record.ts';
 import { shareRecorder } from './recorder.ts';
 import { InspectorStore } from './store.ts';
@@ -123,6 +126,48 @@ describe('the request inspector', () => {
     } finally {
       await front.close();
       await dead.close();
+    }
+  });
+
+  it('records the requests the tunnel serves, as the frontend would', async () => {
+    const store = new InspectorStore({ requests: 10, bodyBytes: 1024, memoryBytes: 1 << 20 });
+    const recorder = shareRecorder('tun', store, 'svc-auth-session');
+    const tunnel = createH2Server();
+    tunnel.on('stream', (stream, headers) =>
+      serveStream(stream, headers, (token) =>
+        token === 'tun' ? { shareMode: 'public', backendUrl: target, recorder } : undefined,
+      ),
+    );
+    await new Promise<void>((r) => tunnel.listen(0, '127.0.0.1', r));
+    const session = connect(`http://127.0.0.1:${(tunnel.address() as AddressInfo).port}`);
+    try {
+      const status = await new Promise<number>((resolve, reject) => {
+        const stream = session.request({
+          ':method': 'POST',
+          ':path': '/t?x=1',
+          ':authority': 'tun.example.test',
+          [ROUTE_HEADER]: 'public',
+          'x-token': 'tunnel-secret',
+          'content-type': 'text/plain',
+        });
+        let code = 0;
+        stream.on('response', (h) => (code = Number(h[':status'])));
+        stream.on('error', reject);
+        stream.resume();
+        stream.on('close', () => resolve(code));
+        stream.end('hello backend');
+      });
+      expect(status).toBe(200);
+      await new Promise((r) => setTimeout(r, 50));
+      const [r] = store.list('tun');
+      expect(r).toMatchObject({ method: 'POST', path: '/t?x=1', status: 200 });
+      expect(r?.requestHeaders).toContainEqual(['x-token', REDACTED]);
+      expect(r?.requestBody.kept.toString()).toBe('hello backend');
+      expect(r?.responseHeaders).toContainEqual(['set-cookie', REDACTED]);
+      expect(r?.responseBody).toMatchObject({ size: 3000, truncated: true, text: true });
+    } finally {
+      session.close();
+      await new Promise((r) => tunnel.close(r));
     }
   });
 
