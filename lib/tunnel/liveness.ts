@@ -60,21 +60,31 @@ export class Liveness {
     clearTimeout(this.deadline);
   }
 
-  /** One timer at the earliest moment the peer can be dead; `heard` only moves a number. */
+  /**
+   * One timer at the earliest moment the peer can be dead; `heard` only moves a number. The verdict
+   * waits for the event loop's next I/O poll: when this process itself was stalled (CPU starved, a
+   * long task), its timers run before the bytes that arrived meanwhile are read, and a live peer
+   * would look silent.
+   */
   private arm(delayMs: number): NodeJS.Timeout {
     const timer = setTimeout(() => {
-      if (this.stopped) return;
-      this.hooks.sample?.();
-      const silent = this.now() - this.lastHeard;
-      if (silent < this.settings.pingTimeoutMs) {
-        this.deadline = this.arm(this.settings.pingTimeoutMs - silent);
-        return;
-      }
-      this.stop();
-      this.hooks.dead(silent);
+      if (!this.stopped) setImmediate(() => this.judge());
     }, delayMs);
     timer.unref();
     return timer;
+  }
+
+  /** Re-arms the deadline from the last thing heard, or declares the peer dead. */
+  private judge(): void {
+    if (this.stopped) return;
+    this.hooks.sample?.();
+    const silent = this.now() - this.lastHeard;
+    if (silent < this.settings.pingTimeoutMs) {
+      this.deadline = this.arm(this.settings.pingTimeoutMs - silent);
+      return;
+    }
+    this.stop();
+    this.hooks.dead(silent);
   }
 }
 
