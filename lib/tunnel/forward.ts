@@ -57,6 +57,9 @@ export function forwardRequest(
     const out = withCookies(tunnelHeaders(headers), options.cookies);
     if (options.setCookie) out['set-cookie'] = [...toList(out['set-cookie']), options.setCookie];
     res.writeHead(status, out);
+    // The head goes out now, as the backend sent it: a held or streamed response (long poll, events)
+    // is visible to the visitor before its first body bytes.
+    res.flushHeaders();
     const bodiless = req.method === 'HEAD' || status === 204 || status === 304;
     relayBody(stream, res, () => res.destroy(), bodiless ? undefined : declaredLength(headers['content-length']));
   });
