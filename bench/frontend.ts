@@ -109,7 +109,7 @@ const CHART_FILE = fileURLToPath(new URL('../docs/benchmarks/frontend.svg', impo
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BODY_BYTES = 64;
-/** The contender issue #12's targets are about: one frontend process, a logged-in visitor. */
+/** The contender the frontend's targets are about: one frontend process, a logged-in visitor. */
 const OAUTH_SHARE = 'frontend, OAuth share (authenticated)';
 /** An open share recorded by the agent's request inspector, in a frontend of its own (bench/lib/inspected-frontend.ts). */
 const INSPECTED = 'frontend, open share, inspector on';
@@ -134,7 +134,7 @@ interface Settings extends LoadArgs {
   /**
    * `--saturation-samples n` (default 3): saturation runs of the OAuth share whose highest rate the
    * fixed rates are fractions of. One 5 s sample taken in a slow window of a shared machine came out
-   * at two thirds of the others (docs/benchmarks.md, round 15), which made "half of saturation" an
+   * at two thirds of the others (docs/benchmarks.md), which made "half of saturation" an
    * easier rate than the frontend's own half; the highest sample is the rate the frontend can sustain.
    */
   readonly saturationSamples: number;
@@ -154,7 +154,7 @@ interface Settings extends LoadArgs {
   /**
    * `--backend nginx|node` (default nginx): what answers behind every contender. nginx's one worker
    * costs a quarter of the node:http server's CPU per request at a fixed rate, which the proxies
-   * and the generator then have (docs/benchmarks.md, round 13).
+   * and the generator then have (docs/benchmarks.md).
    */
   readonly backend: BackendKind;
 }

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:tunnel` — what publishing through the installation's tunnel costs, against the
- * same backend reached directly and through today's single-machine path, in one run (issue #9):
+ * same backend reached directly and through today's single-machine path, in one run:
  *
  *   direct     the backend (bench/lib/fixed-backend.ts, its own process)
  *   frontend   `svc serve` with a public share of the backend, requests to its own frontend

@@ -166,7 +166,7 @@ export function formatTunnelReport(
     `- latency: open loop at ${latencies[0]?.result.rate ?? '-'} req/s (${s.rate === undefined ? 'half of the slowest contender' : 'set by --rate'}) for ${s.durationSeconds} s per contender`,
     `- transfers: ${s.rounds} interleaved rounds of one ${s.mib} MiB GET, then of one ${s.mib} MiB POST, per contender on a fresh connection`,
     '',
-    '## Targets (issue 29), same-run ratios',
+    '## Targets, same-run ratios',
     '',
     markdownTable(
       [
