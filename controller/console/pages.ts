@@ -107,6 +107,7 @@ export function signedInPage(): Html {
       <head>
         <meta charset="utf-8" />
         <meta http-equiv="refresh" content="0;url=/console" />
+        <link rel="icon" href="data:," />
         <title>Signed in · svc console</title>
       </head>
       <body>
