@@ -15,6 +15,7 @@ import { startControlPlane, type ControlPlane, type ControlPlaneOptions } from '
 import { ApiError, rawRequest } from './raw.ts';
 import { DOMAIN, oauthSection } from '../support/installation-oauth.ts';
 import { until } from '../support/until.ts';
+import { availableDeploymentStatus } from '../support/deployment-status.ts';
 
 const CRD_DIR = join(import.meta.dirname, '..', '..', 'crds');
 export const CRD_FILES = readdirSync(CRD_DIR)
@@ -172,32 +173,7 @@ export function condition(
 }
 
 /**
- * The status a Deployment controller writes once one replica of `generation` is available (what
- * the tests and bench:operator write, as neither a kubelet nor that controller runs on envtest).
- */
-export function availableStatus(generation: number): Record<string, unknown> {
-  const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-  return {
-    observedGeneration: generation,
-    replicas: 1,
-    updatedReplicas: 1,
-    readyReplicas: 1,
-    availableReplicas: 1,
-    conditions: [
-      {
-        type: 'Available',
-        status: 'True',
-        reason: 'MinimumReplicasAvailable',
-        message: 'Deployment has minimum availability.',
-        lastUpdateTime: now,
-        lastTransitionTime: now,
-      },
-    ],
-  };
-}
-
-/**
- * Reports the Deployment's pod available (`availableStatus` in its status subresource). No-op
+ * Reports the Deployment's pod available (`availableDeploymentStatus` in its status subresource). No-op
  * while the Deployment does not exist or already says so.
  */
 export async function markAvailable(cp: ControlPlane, deploymentName: string, ns = NS): Promise<void> {
@@ -209,7 +185,7 @@ export async function markAvailable(cp: ControlPlane, deploymentName: string, ns
   await api(cp, `${paths.deployment(deploymentName, ns)}/status`, {
     method: 'PATCH',
     contentType: 'application/merge-patch+json',
-    body: { status: availableStatus(generation) },
+    body: { status: availableDeploymentStatus(generation) },
   });
 }
 
