@@ -3,7 +3,18 @@ import { trafficTotals } from '../../lib/share/traffic.ts';
 import type { AccountRecord } from '../store.ts';
 import { trafficChart, trafficSummary } from './chart.ts';
 import type { ConsoleSources } from './views.ts';
-import { SseHub } from '../../lib/web/sse.ts';
+import { SseHub, type SseLimits } from '../../lib/web/sse.ts';
+
+/**
+ * Live streams of the console: every account of the installation shares the hub, so each account
+ * may hold only a few (its tabs), and a stream's unsent backlog stays small (updates are a few KB).
+ */
+export const CONSOLE_SSE_LIMITS: SseLimits = {
+  maxClients: 512,
+  maxClientsPerTopic: 4,
+  maxBufferedBytes: 64 * 1024,
+  heartbeatMs: 15_000,
+};
 
 /** How often the stream sends the account's traffic and environment states. */
 export const LIVE_INTERVAL_MS = 5_000;
@@ -36,7 +47,7 @@ export async function liveSnapshot(sources: ConsoleSources, account: AccountReco
  * environments.
  */
 export class LiveUpdates {
-  private readonly hub = new SseHub();
+  private readonly hub = new SseHub(CONSOLE_SSE_LIMITS);
   private readonly accounts = new Map<string, AccountRecord>();
   private readonly sources: ConsoleSources;
   private readonly timer: NodeJS.Timeout;

@@ -7,6 +7,11 @@ export interface SseLimits {
   readonly maxBufferedBytes: number;
   /** Clients connected at once; a further one is answered 503. */
   readonly maxClients: number;
+  /**
+   * Clients of one topic at once (a topic per account or per share): one page owner holding many
+   * streams cannot take the hub's `maxClients` from everyone else. Unbounded when absent.
+   */
+  readonly maxClientsPerTopic?: number;
   /** A comment line every this many ms keeps proxies and idle timers from closing the stream. */
   readonly heartbeatMs: number;
 }
@@ -50,9 +55,12 @@ export class SseHub {
 
   /** Turns the response into an event stream on `topic` until either side closes it. */
   attach(req: IncomingMessage, res: ServerResponse, topic = '*'): void {
-    if (this.clients.size >= this.limits.maxClients) {
+    const full =
+      this.clients.size >= this.limits.maxClients ||
+      (this.limits.maxClientsPerTopic !== undefined && this.countOf(topic) >= this.limits.maxClientsPerTopic);
+    if (full) {
       res.writeHead(503, { ...SECURITY_HEADERS, 'content-type': 'text/plain', 'retry-after': '5' });
-      res.end('too many live pages open\n');
+      res.end('too many live pages open: close another tab of these pages\n');
       return;
     }
     res.writeHead(200, {
@@ -66,6 +74,12 @@ export class SseHub {
     const drop = () => this.clients.delete(client);
     req.once('close', drop);
     res.once('close', drop);
+  }
+
+  private countOf(topic: string): number {
+    let n = 0;
+    for (const c of this.clients) if (c.topic === topic) n++;
+    return n;
   }
 
   /** Sends event `event` with `data` (JSON) to the clients of `topic`. */

@@ -10,6 +10,7 @@ import {
   type ConsoleAgent,
   type ConsoleInstallation,
 } from './harness.ts';
+import { CONSOLE_SSE_LIMITS } from '../../controller/console/live.ts';
 
 /**
  * The installation's console in headless Chromium and over plain HTTP: sign-in by account token and
@@ -203,6 +204,22 @@ describe('installation console', () => {
     expect(b.reply.status).toBe(303);
   });
 
+  it("keeps one account's open live streams from taking the others'", async () => {
+    const [a, b] = await Promise.all([signIn(alice.token), signIn(bob.token)]);
+    const held = await Promise.all(
+      Array.from({ length: CONSOLE_SSE_LIMITS.maxClientsPerTopic ?? 0 }, () => openStream(b.cookie)),
+    );
+    try {
+      expect(held.map((s) => s.status)).toEqual(held.map(() => 200));
+      const extra = await openStream(b.cookie);
+      extra.close();
+      expect(extra.status).toBe(503);
+      expect(await firstEvent(a.cookie)).toContain(agentA.envZId);
+    } finally {
+      for (const s of held) s.close();
+    }
+  });
+
   it('signs in through the identity provider: an account sees its environments, an admin the admin view', async () => {
     const page = await browser.context.newPage();
     await browser.context.clearCookies();
@@ -286,6 +303,19 @@ describe('installation console', () => {
   it('loaded every page without console errors or CSP violations', () => {
     expect(problems).toEqual([]);
   });
+
+  /** A live stream held open: its status, and a way to close it. */
+  async function openStream(cookie: string): Promise<{ status: number; close: () => void }> {
+    const { request } = await import('node:http');
+    return new Promise((resolve, reject) => {
+      const req = request(
+        { host: '127.0.0.1', port: inst.apiPort, path: '/console/events', headers: { cookie } },
+        (res) => resolve({ status: res.statusCode ?? 0, close: () => req.destroy() }),
+      );
+      req.on('error', reject);
+      req.end();
+    });
+  }
 
   /** The first `update` event of the console's stream for this session. */
   async function firstEvent(cookie: string): Promise<string> {
