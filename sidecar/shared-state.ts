@@ -1,5 +1,6 @@
 import type { Cluster, Worker } from 'node:cluster';
 import { systemClock, type Clock } from '../lib/clock.ts';
+import { ExpiringIds } from '../lib/expiring-ids.ts';
 
 /**
  * The only state the frontend keeps in memory (sessions and logins live in sealed cookies): login
@@ -19,43 +20,10 @@ export interface SharedState {
   readonly anyLoggedOut: boolean;
 }
 
-/** A set whose entries expire; pruned as it is written to, so it never outgrows what is still valid. */
-class ExpiringSet {
-  private readonly until = new Map<string, number>();
-  private readonly clock: Clock;
-
-  constructor(clock: Clock) {
-    this.clock = clock;
-  }
-
-  get size(): number {
-    return this.until.size;
-  }
-
-  add(id: string, until: number): boolean {
-    const now = this.clock.now();
-    for (const [key, end] of this.until) if (end <= now) this.until.delete(key);
-    if (this.until.has(id)) return false;
-    this.until.set(id, until);
-    return true;
-  }
-
-  /** The entries still valid, as [id, until]. */
-  *entries(): IterableIterator<[string, number]> {
-    const now = this.clock.now();
-    for (const entry of this.until) if (entry[1] > now) yield entry;
-  }
-
-  get(id: string): number | undefined {
-    const end = this.until.get(id);
-    return end !== undefined && end > this.clock.now() ? end : undefined;
-  }
-}
-
 /** Both sets in this process: the single-process frontend, and the primary's copy for its workers. */
 export function localSharedState(clock: Clock = systemClock): SharedState {
-  const used = new ExpiringSet(clock);
-  const loggedOut = new ExpiringSet(clock);
+  const used = new ExpiringIds(clock);
+  const loggedOut = new ExpiringIds(clock);
   return {
     claimLogin: (id, until) => used.add(id, until),
     logOut: (id, until) => void loggedOut.add(id, until),
@@ -82,8 +50,8 @@ function isMessage(value: unknown): value is Message {
  * (messages sent before the worker's own code listens would be lost).
  */
 export function serveSharedState(cluster: Cluster, clock: Clock = systemClock): void {
-  const used = new ExpiringSet(clock);
-  const loggedOut = new ExpiringSet(clock);
+  const used = new ExpiringIds(clock);
+  const loggedOut = new ExpiringIds(clock);
   cluster.on('message', (worker: Worker, message: unknown) => {
     if (!isMessage(message)) return;
     if (message.svc === 'hello') {

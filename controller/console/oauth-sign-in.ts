@@ -1,4 +1,5 @@
 import { systemClock, type Clock } from '../../lib/clock.ts';
+import { ExpiringIds } from '../../lib/expiring-ids.ts';
 import { consoleCookie, type ConsoleCookie } from './cookies.ts';
 import { randomToken, type ConsoleSealer } from './session.ts';
 
@@ -39,7 +40,7 @@ export class OAuthSignIn {
   private readonly sealer: ConsoleSealer;
   private readonly cookie: ConsoleCookie;
   private readonly clock: Clock;
-  private readonly used = new Map<string, number>();
+  private readonly used: ExpiringIds;
   private readonly origin: () => URL;
 
   constructor(
@@ -53,6 +54,7 @@ export class OAuthSignIn {
     this.sealer = sealer;
     this.cookie = consoleCookie('svc-console-login', secure);
     this.clock = clock;
+    this.used = new ExpiringIds(clock);
     this.origin = origin;
   }
 
@@ -106,10 +108,6 @@ export class OAuthSignIn {
   }
 
   private claim(id: string): boolean {
-    const now = this.clock.now();
-    for (const [known, until] of this.used) if (until <= now) this.used.delete(known);
-    if (this.used.has(id)) return false;
-    this.used.set(id, now + LOGIN_LIFETIME_MS);
-    return true;
+    return this.used.add(id, this.clock.now() + LOGIN_LIFETIME_MS);
   }
 }
