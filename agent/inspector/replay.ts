@@ -23,6 +23,10 @@ export interface ReplayResult {
 }
 
 const METHOD = /^[A-Z]{1,16}$/;
+/** What Node sends as a request target: visible ASCII, from the root. */
+const REQUEST_PATH = /^\/[\x21-\x7e]*$/;
+/** A header value Node sends: no control characters but tab. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const REPLAY_TIMEOUT_MS = 30_000;
 
 /**
@@ -41,7 +45,8 @@ export async function replay(
   const method = edits.method?.trim().toUpperCase() || record.method;
   if (!METHOD.test(method)) throw badInput(`method: must be an HTTP method, got ${JSON.stringify(method)}`);
   const path = edits.path?.trim() || record.path;
-  if (!path.startsWith('/')) throw badInput(`path: must start with /, got ${JSON.stringify(path)}`);
+  if (!REQUEST_PATH.test(path))
+    throw badInput(`path: must start with / and hold only visible ASCII (no spaces), got ${JSON.stringify(path)}`);
   if (edits.body === undefined && record.requestBody.truncated)
     throw badInput(`body: the recorded body was cut at ${bodyLimit} bytes; give the whole body to replay it`);
   const body = edits.body !== undefined ? Buffer.from(edits.body) : record.requestBody.kept;
@@ -93,7 +98,9 @@ export function parseHeaderLines(text: string): [string, string][] {
     const name = line.slice(0, colon).trim().toLowerCase();
     if (colon <= 0 || !/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name))
       throw badInput(`headers: line ${i + 1} is not "Name: value"`);
-    out.push([name, line.slice(colon + 1).trim()]);
+    const value = line.slice(colon + 1).trim();
+    if (!HEADER_VALUE.test(value)) throw badInput(`headers: line ${i + 1} holds a control character`);
+    out.push([name, value]);
   });
   return out;
 }
