@@ -81,7 +81,7 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
   return {
     web(req, res, target, headers, onError, setCookie, cookies, recorder) {
       const t0 = process.hrtime.bigint();
-      const backendHeaders = requestHeaders(headers, target.host, HOP_BY_HOP_REQUEST);
+      const backendHeaders = webRequestHeaders(headers, target.host);
       const observer = recorder?.(req.method ?? 'GET', req.url ?? '/', backendHeaders);
       const sent: RequestOptions = {
         agent,
@@ -231,6 +231,14 @@ const NONE: ReadonlySet<string> = new Set();
 /** Whether a request header belongs to one connection and is not forwarded (the fast path writes its heads itself). */
 export function isHopByHopRequestHeader(name: string): boolean {
   return HOP_BY_HOP_REQUEST.has(name);
+}
+
+/**
+ * The headers a request is sent to the backend with (`web`, and the fast path's recording): Host
+ * the target's, the hop-by-hop ones left out.
+ */
+export function webRequestHeaders(headers: BackendHeaders, host: string): BackendHeaders {
+  return requestHeaders(headers, host, HOP_BY_HOP_REQUEST);
 }
 
 /** The backend's headers less the `dropped` ones (hop-by-hop for a request), its Host the target's. */

@@ -135,12 +135,11 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
   const routing = { endpointHost: endpointUrl.hostname, domain, shares };
   const cookieName = options.oauth?.cookieName;
   fast.path = new FastPath({
-    // A share with a plain-HTTP backend, not recorded (the agent's request inspector records in
-    // the backend pipe), and a session that needs no I/O when it asks for a login.
+    // A share with a plain-HTTP backend, and a session that needs no I/O when it asks for a login.
+    // A share the agent's request inspector records is recorded there too (fast-path/recording.ts).
     route: (request) => {
       const share = shareHostNamed(routableHostname(request.host, request.url), routing)?.share;
-      if (!share || !(share.target instanceof URL) || share.target.protocol !== 'http:' || share.recorder)
-        return undefined;
+      if (!share || !(share.target instanceof URL) || share.target.protocol !== 'http:') return undefined;
       let session: Session | undefined;
       if (share.oauth) {
         if (shareAuthPath(request.url, share.oauth.provider)) return undefined;
@@ -152,6 +151,7 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
         share: share.token,
         headers: backendHeaders(request, cookieName, session, endpointUrl),
         cookies: cookies.forShare(share.token),
+        recorder: share.recorder,
       };
     },
     limits,

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import type { ShareCookies } from '../../lib/backend-cookies.ts';
+import type { ExchangeRecorder } from '../../lib/exchange-observer.ts';
 import { errorText } from '../../lib/errors.ts';
 import {
   isHopByHopRequestHeader,
@@ -13,6 +14,7 @@ import type { FrontendLimits } from '../connections.ts';
 import type { FrontendMetrics } from '../metrics.ts';
 import { BACKEND_PAGES, rawPage, type Page } from '../pages.ts';
 import { rejectUpgrade } from '../share-handler.ts';
+import { startRecording, type FastRecording } from './recording.ts';
 import { MAX_REQUEST_HEAD_BYTES, parseRequestHead, type FastRequest } from './request-head.ts';
 import { BackendProtocolError, ResponseFramer } from './response-framer.ts';
 import { UpstreamPool, type Upstream, type UpstreamUser } from './upstream-pool.ts';
@@ -35,6 +37,8 @@ export interface FastRoute {
   readonly share: string;
   /** Which of the backend's Set-Cookie headers reach the visitor (lib/backend-cookies.ts). */
   readonly cookies?: ShareCookies;
+  /** The agent's request inspector, shown the exchange as it passes (recording.ts). */
+  readonly recorder?: ExchangeRecorder | undefined;
 }
 
 export interface FastPathOptions {
@@ -116,6 +120,7 @@ interface Exchange {
   /** performance.now() when the head was written (a number: a bigint from hrtime is one more object per request). */
   readonly sentAt: number;
   readonly retried: boolean;
+  readonly recording: FastRecording | undefined;
 }
 
 class FastConnection implements UpstreamUser {
@@ -224,6 +229,7 @@ class FastConnection implements UpstreamUser {
       // so); requests the visitor pipelined behind it are left for it to send again.
       this.exchange = undefined;
       this.done = true;
+      exchange.recording?.end();
       this.socket.end();
       return;
     }
@@ -231,7 +237,8 @@ class FastConnection implements UpstreamUser {
       // A kept-alive connection the backend had closed before it read the request: a GET or HEAD
       // is safe to send again, once, on a new connection.
       this.exchange = undefined;
-      this.send(exchange.head, exchange.route, this.path.upstream(exchange.route.target, true) as Upstream, true);
+      const upstream = this.path.upstream(exchange.route.target, true) as Upstream;
+      this.send(exchange.head, exchange.route, upstream, true, exchange.recording);
       return;
     }
     this.backendFailed(exchange, err ?? new Error('the backend closed the connection before the end of its response'));
@@ -300,19 +307,26 @@ class FastConnection implements UpstreamUser {
     this.path.options.metrics.request('proxied');
     this.path.options.metrics.fastPathRequests.inc();
     this.buffered = end + 4 < buffered.length ? buffered.subarray(end + 4) : undefined;
-    this.send(head, route, upstream, false);
+    this.send(head, route, upstream, false, startRecording(request, route));
   }
 
-  private send(head: string, route: FastRoute, upstream: Upstream, retried: boolean): void {
+  private send(
+    head: string,
+    route: FastRoute,
+    upstream: Upstream,
+    retried: boolean,
+    recording: FastRecording | undefined,
+  ): void {
     upstream.user = this;
     const toHead = head.charCodeAt(0) === 72; // 'H': HEAD
     this.exchange = {
       upstream,
-      framer: new ResponseFramer(toHead, route.cookies),
+      framer: new ResponseFramer(toHead, route.cookies, recording),
       head,
       route,
       sentAt: performance.now(),
       retried,
+      recording,
     };
     upstream.socket.write(head, 'latin1');
   }
@@ -324,6 +338,7 @@ class FastConnection implements UpstreamUser {
   /** The response in flight is complete: its backend connection back to the pool when `reusable`. */
   private finish(exchange: Exchange, reusable: boolean): void {
     this.exchange = undefined;
+    exchange.recording?.end();
     if (reusable) this.path.release(exchange.upstream);
     else {
       exchange.upstream.user = undefined;
@@ -358,6 +373,7 @@ class FastConnection implements UpstreamUser {
    */
   private failExchange(exchange: Exchange, page: Page): void {
     this.path.options.metrics.request('upstream_error');
+    exchange.recording?.end();
     if (exchange.framer.relayed > 0) {
       this.socket.destroy();
       return;
@@ -397,6 +413,7 @@ class FastConnection implements UpstreamUser {
     const exchange = this.exchange;
     this.exchange = undefined;
     if (exchange) {
+      exchange.recording?.end();
       exchange.upstream.user = undefined;
       exchange.upstream.socket.destroy();
     }

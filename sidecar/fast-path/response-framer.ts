@@ -80,6 +80,16 @@ type Body =
 /** Where a chunked body's reader is: a size line, chunk data, the CRLF after the data, or the trailer section. */
 type ChunkState = 'size' | 'data' | 'data-end' | 'trailer';
 
+/**
+ * Told of the final response as the backend sent it, for the request inspector (recording.ts):
+ * its head's text (status line and header lines, as read) and its body's bytes without the
+ * chunked framing. Only a recorded exchange's framer has one.
+ */
+export interface FramerTap {
+  head(status: number, text: string): void;
+  body(data: Buffer): void;
+}
+
 export interface FramedHead {
   readonly status: number;
   /** The backend closes after this response (it said so, or the body runs to the end of the connection). */
@@ -106,10 +116,12 @@ export class ResponseFramer {
   private readonly toHead: boolean;
   /** Which of the backend's Set-Cookie headers reach the visitor; all when undefined. */
   private readonly cookies: ShareCookies | undefined;
+  private readonly tap: FramerTap | undefined;
 
-  constructor(toHead: boolean, cookies?: ShareCookies) {
+  constructor(toHead: boolean, cookies?: ShareCookies, tap?: FramerTap) {
     this.toHead = toHead;
     this.cookies = cookies;
+    this.tap = tap;
   }
 
   get headParsed(): FramedHead | undefined {
@@ -132,8 +144,10 @@ export class ResponseFramer {
     const rest = used === 0 ? chunk : chunk.subarray(used);
     const taken = this.readBody(rest);
     if (taken > 0) {
-      relay(taken === rest.length ? rest : rest.subarray(0, taken));
+      const relayed = taken === rest.length ? rest : rest.subarray(0, taken);
+      relay(relayed);
       this.relayed += taken;
+      if (this.tap && this.body.kind !== 'chunked') this.tap.body(relayed);
     }
     return used + taken;
   }
@@ -162,8 +176,10 @@ export class ResponseFramer {
       this.headLength = 0;
       if (headEnd > MAX_HEAD_BYTES) throw new BackendProtocolError('response head too large');
       used += ownBytes;
-      const head = this.parseHead(whole.toString('latin1', 0, headEnd));
+      const text = whole.toString('latin1', 0, headEnd);
+      const head = this.parseHead(text);
       if (head === 'interim') continue;
+      this.tap?.head((this.framed as FramedHead).status, text);
       relay(head.text);
       this.relayed += head.text.length;
     }
@@ -277,6 +293,7 @@ export class ResponseFramer {
     while (i < chunk.length && !this.done) {
       if (body.state === 'data') {
         const taken = Math.min(body.remaining, chunk.length - i);
+        this.tap?.body(chunk.subarray(i, i + taken));
         body.remaining -= taken;
         i += taken;
         if (body.remaining === 0) {
