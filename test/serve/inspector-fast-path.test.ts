@@ -7,6 +7,7 @@ import { createLogger } from '../../lib/logger.ts';
 import { staticShares } from '../../lib/share/source.ts';
 import { startFrontend, type RunningFrontend } from '../../sidecar/frontend.ts';
 import { testFrontendConfig, UNREACHABLE_IDP1 } from '../support/frontend.ts';
+import { startForgetfulBackend } from '../support/forgetful-backend.ts';
 import { startScriptedBackend, ok, type ScriptedAnswer, type ScriptedBackend } from '../support/scripted-backend.ts';
 import { mintSessionCookie } from '../support/session.ts';
 
@@ -100,6 +101,7 @@ describe('the request inspector on the fast path', () => {
   const noBodies = new InspectorStore({ requests: 10, bodyBytes: 0, memoryBytes: 1 << 20 });
   let backend: ScriptedBackend;
   let pooledBackend: ScriptedBackend;
+  let forgetful: Awaited<ReturnType<typeof startForgetfulBackend>>;
   let frontend: RunningFrontend;
   const host = (token: string): string => `${token}.svc.localhost:${frontend.port}`;
   const fastCount = (): number => frontend.metrics.fastPathRequests.values()[0]?.value ?? 0;
@@ -107,15 +109,17 @@ describe('the request inspector on the fast path', () => {
   beforeAll(async () => {
     backend = await startScriptedBackend((r) => ANSWERS[r.path.split('?')[0] as string] ?? { bytes: ok('unknown') });
     pooledBackend = await startScriptedBackend((r) => ({ bytes: ok(`for ${r.path}`, 'content-type: text/plain\r\n') }));
+    forgetful = await startForgetfulBackend();
     const config = testFrontendConfig({
       providers: [UNREACHABLE_IDP1],
       shares: [
         { token: 'rec', target: backend.url.href },
         { token: 'nobody', target: backend.url.href },
         { token: 'pooled', target: pooledBackend.url.href, oauth_provider: 'google' },
+        { token: 'forgetful', target: `http://127.0.0.1:${forgetful.port}` },
       ],
     });
-    const stores: Record<string, InspectorStore> = { rec: store, nobody: noBodies, pooled: store };
+    const stores: Record<string, InspectorStore> = { rec: store, nobody: noBodies, pooled: store, forgetful: store };
     const shares = config.shares.map((share) => ({
       ...share,
       recorder: shareRecorder(share.token, stores[share.token] as InspectorStore, config.oauth.cookieName),
@@ -133,6 +137,7 @@ describe('the request inspector on the fast path', () => {
     await frontend.close();
     await backend.close();
     await pooledBackend.close();
+    forgetful.server.close();
   });
 
   /** The same request on both paths: the visitor's replies and the two records, after checking which path took each. */
@@ -237,5 +242,24 @@ describe('the request inspector on the fast path', () => {
       expect(record.requestHeaders).toContainEqual(['cookie', 'theme=dark']);
       expect(JSON.stringify(record)).not.toContain('svc-auth-session');
     }
+  });
+
+  it('records a request sent again on a new backend connection once, with the answer it got', async () => {
+    const before = fastCount();
+    const records: RecordedExchange[] = [];
+    for (const path of ['/first', '/second']) {
+      const recorded = nextRecord(store);
+      expect(await send(frontend.port, host('forgetful'), 'GET', path, true)).toEqual({
+        status: 200,
+        body: 'answered!',
+      });
+      records.push(await recorded);
+    }
+    expect(fastCount() - before).toBe(2);
+    expect(records.map((r) => [r.path, r.status, r.responseBody.kept.toString()])).toEqual([
+      ['/first', 200, 'answered!'],
+      ['/second', 200, 'answered!'],
+    ]);
+    expect(store.list('forgetful')).toHaveLength(2);
   });
 });

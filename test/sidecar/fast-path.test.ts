@@ -1,7 +1,8 @@
 import { Agent, createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
-import { connect, createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
+import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestFrontend, UNREACHABLE_IDP1, type TestFrontend } from '../support/frontend.ts';
+import { startForgetfulBackend } from '../support/forgetful-backend.ts';
 import { mintSessionCookie } from '../support/session.ts';
 
 /**
@@ -56,24 +57,6 @@ function startBackend(): Promise<{ server: Server; port: number; seen: Seen[] }>
   });
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as AddressInfo).port, seen })),
-  );
-}
-
-/**
- * A backend that closes a connection, unanswered, when a second request arrives on it: what a
- * kept-alive connection closed by the backend just as the frontend reused it looks like.
- */
-function startForgetfulBackend(): Promise<{ server: TcpServer; port: number }> {
-  const server = createTcpServer((socket) => {
-    let requests = 0;
-    socket.on('data', (chunk: Buffer) => {
-      requests += chunk.toString('latin1').split('\r\n\r\n').length - 1;
-      if (requests > 1) socket.destroy();
-      else socket.write('HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nanswered!');
-    });
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as AddressInfo).port })),
   );
 }
 
