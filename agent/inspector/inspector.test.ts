@@ -192,4 +192,17 @@ describe('the request inspector', () => {
       await b.close();
     }
   });
+  it('bounds the bodies of recordings still in progress: many slow visitors hold at most memoryBytes', () => {
+    const store = new InspectorStore({ requests: 100, bodyBytes: 16 * 1024, memoryBytes: 64 * 1024 });
+    const record = shareRecorder('slow', store, undefined);
+    const open = Array.from({ length: 20 }, (_, i) => record('POST', `/upload${i}`, ['content-type', 'text/plain']));
+    for (const r of open) r.requestBody(Buffer.alloc(16 * 1024, 0x61));
+    expect(store.bytesInFlight).toBeLessThanOrEqual(64 * 1024);
+    for (const r of open) r.end();
+    expect(store.bytesInFlight).toBe(0);
+    const kept = store.list('slow').map((r) => r.requestBody);
+    expect(kept.every((b) => b.size === 16 * 1024)).toBe(true);
+    expect(kept.filter((b) => b.truncated).length).toBeGreaterThan(0);
+    expect(store.bytes).toBeLessThanOrEqual(64 * 1024);
+  });
 });

@@ -90,23 +90,35 @@ const TEXT_TYPE = /^(text\/|application\/(json|xml|javascript|x-www-form-urlenco
  * stream's own chunks are never held, so a large chunk is not kept alive by a small slice of it),
  * and counts the rest. Text when the content type says so and the body is not content-encoded.
  */
+/** Bytes recordings in progress may hold together, shared by every capture of an inspector. */
+export interface CaptureBudget {
+  /** Takes up to `wanted` bytes; returns how many were granted (0 when the budget is spent). */
+  reserve(wanted: number): number;
+  /** Gives back bytes taken with `reserve`. */
+  release(bytes: number): void;
+}
+
 export class BodyCapture {
   private kept: Buffer | undefined;
   private length = 0;
   private size = 0;
-  private readonly limit: number;
+  private limit: number;
+  private readonly budget: CaptureBudget | undefined;
 
-  constructor(limit: number) {
+  constructor(limit: number, budget?: CaptureBudget) {
     this.limit = limit;
+    this.budget = budget;
   }
 
   add(chunk: Buffer): void {
     this.size += chunk.length;
     const room = this.limit - this.length;
     if (room <= 0 || chunk.length === 0) return;
-    const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
+    let part = chunk.length <= room ? chunk : chunk.subarray(0, room);
     if (!this.kept || this.kept.length - this.length < part.length) this.grow(part.length);
-    this.length += part.copy(this.kept as Buffer, this.length);
+    const space = (this.kept?.length ?? 0) - this.length;
+    if (space < part.length) part = part.subarray(0, space);
+    if (part.length > 0) this.length += part.copy(this.kept as Buffer, this.length);
   }
 
   finish(headers: readonly [string, string][]): CapturedBody {
@@ -116,13 +128,26 @@ export class BodyCapture {
     // A buffer of its own, exactly the kept size: a small one from Node's pool would keep its 8 KiB
     // slab alive for as long as the record lives, outside the inspector's byte bound.
     const kept = this.kept && this.kept.length === this.length ? this.kept : exact(this.kept, this.length);
+    // From here the record's own size is counted by the store.
+    this.budget?.release(this.kept?.length ?? 0);
     this.kept = undefined;
     return { size: this.size, kept, truncated: this.size > this.length, text };
   }
 
-  /** Room for `more` bytes, doubling up to the limit (a body in one chunk is copied once). */
+  /**
+   * Room for `more` bytes, doubling up to the limit (a body in one chunk is copied once), as far as
+   * the shared budget grants: when it is spent, the body is kept only as far as it got.
+   */
   private grow(more: number): void {
-    const size = Math.min(this.limit, Math.max(this.length + more, 2 * (this.kept?.length ?? 0)));
+    const had = this.kept?.length ?? 0;
+    let size = Math.min(this.limit, Math.max(this.length + more, 2 * had));
+    if (this.budget) {
+      size = had + this.budget.reserve(size - had);
+      if (size === had) {
+        this.limit = this.length;
+        return;
+      }
+    }
     const next = Buffer.allocUnsafeSlow(size);
     this.kept?.copy(next, 0, 0, this.length);
     this.kept = next;

@@ -32,8 +32,8 @@ class Recording implements ExchangeObserver {
   ) {
     this.store = store;
     this.ownCookie = ownCookie;
-    this.requestCapture = new BodyCapture(store.limits.bodyBytes);
-    this.responseCapture = new BodyCapture(store.limits.bodyBytes);
+    this.requestCapture = new BodyCapture(store.limits.bodyBytes, store);
+    this.responseCapture = new BodyCapture(store.limits.bodyBytes, store);
     const requestHeaders = redactHeaders(headers, ownCookie);
     const identity = identityOf(requestHeaders);
     this.record = {

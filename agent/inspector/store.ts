@@ -1,4 +1,4 @@
-import type { RecordedExchange } from './record.ts';
+import type { CaptureBudget, RecordedExchange } from './record.ts';
 
 /** The inspector's memory bound (serve config `ui.inspector`, docs/agent.md). */
 export interface InspectorLimits {
@@ -6,7 +6,11 @@ export interface InspectorLimits {
   readonly requests: number;
   /** Bytes of each request or response body kept (the rest is counted, not kept). */
   readonly bodyBytes: number;
-  /** Bytes all shares' records may hold together; the oldest record of any share goes first. */
+  /**
+   * Bytes all shares' records may hold together; the oldest record of any share goes first. Bodies
+   * of recordings still in progress draw on a second budget of the same size, so many slow
+   * visitors hold at most this much more (a body past it is kept only as far as it got).
+   */
   readonly memoryBytes: number;
 }
 
@@ -24,8 +28,9 @@ const RECORD_OVERHEAD = 256;
  * record drops the share's oldest past `requests`, then the oldest records of any share until the
  * total is within `memoryBytes`. Listeners hear of each new record (the page's live stream).
  */
-export class InspectorStore {
+export class InspectorStore implements CaptureBudget {
   readonly limits: InspectorLimits;
+  private inFlight = 0;
   private readonly byShare = new Map<string, RecordedExchange[]>();
   /** Every record in arrival order, for eviction across shares. */
   private order: RecordedExchange[] = [];
@@ -41,6 +46,21 @@ export class InspectorStore {
   /** A fresh record id. */
   newId(): number {
     return this.nextId++;
+  }
+
+  reserve(wanted: number): number {
+    const granted = Math.max(0, Math.min(wanted, this.limits.memoryBytes - this.inFlight));
+    this.inFlight += granted;
+    return granted;
+  }
+
+  release(bytes: number): void {
+    this.inFlight = Math.max(0, this.inFlight - bytes);
+  }
+
+  /** Body bytes held by recordings in progress (never above `memoryBytes`). */
+  get bytesInFlight(): number {
+    return this.inFlight;
   }
 
   /** Bytes held now (never above `memoryBytes` after an add). */
