@@ -1,7 +1,7 @@
-import { untilSignal } from '../lib/signals.ts';
 import type { Command } from 'commander';
+import type { OperatorFlags } from '../operator/options.ts';
 
-/** `svc operator`: parse flags → validate → build → start; runs until SIGTERM/SIGINT. */
+/** `svc operator`: parses the flags and runs the operator process (operator/main.ts `runOperator`). */
 export function registerOperatorCommands(program: Command): void {
   program
     .command('operator')
@@ -51,18 +51,8 @@ export function registerOperatorCommands(program: Command): void {
     )
     .option('--concurrency <n>', 'reconciles running at once per kind', '16')
     .option('--kube-request-timeout <seconds>', 'deadline of one Kubernetes API call', '30')
-    .action(async (flags: Record<string, string | string[] | boolean | undefined>) => {
-      const stopped = untilSignal();
-      const { parseOperatorFlags } = await import('../operator/options.ts');
-      const options = parseOperatorFlags(flags);
-      const { KubeConfig } = await import('@kubernetes/client-node');
-      const { startOperator } = await import('../operator/operator.ts');
-      const kubeConfig = new KubeConfig();
-      kubeConfig.loadFromDefault();
-      const operator = await startOperator({ ...options, kubeConfig });
-      // Lost the leader lease: stepped down (bounded, logged) and exits to restart as a standby.
-      const code = await Promise.race([stopped.then(() => undefined), operator.exited]);
-      if (code !== undefined) process.exit(code);
-      await operator.close();
+    .action(async (flags: OperatorFlags) => {
+      const { runOperator } = await import('../operator/main.ts');
+      await runOperator(flags);
     });
 }

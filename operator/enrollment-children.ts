@@ -154,7 +154,6 @@ export function desiredEnvironmentAgent(
 ): { serviceAccount: KubeObject; role: KubeObject; roleBinding: KubeObject; deployment: KubeObject } {
   const name = enrollmentChildName(owner.metadata.name);
   const namespace = owner.metadata.namespace ?? '';
-  const selector = { [ENROLLMENT_LABEL]: owner.metadata.name };
   const serviceAccount: KubeObject = {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
@@ -179,7 +178,18 @@ export function desiredEnvironmentAgent(
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
     subjects: [{ kind: 'ServiceAccount', name, namespace }],
   };
-  const deployment: KubeObject = {
+  const deployment = applyPodSettings(environmentAgentDeployment(owner, enrollment, image), pods);
+  return { serviceAccount, role, roleBinding, deployment };
+}
+
+/**
+ * One replica of the environment agent under its ServiceAccount, the enrollment file mounted from
+ * the state Secret, and the enrollment id on the pod template.
+ */
+function environmentAgentDeployment(owner: AgentEnrollment, enrollment: EnrollmentFile, image: string): KubeObject {
+  const name = enrollmentChildName(owner.metadata.name);
+  const selector = { [ENROLLMENT_LABEL]: owner.metadata.name };
+  return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: metadata(owner, name),
@@ -203,28 +213,7 @@ export function desiredEnvironmentAgent(
           automountServiceAccountToken: true,
           enableServiceLinks: false,
           securityContext: { ...podSecurityContext, fsGroup: POD_GROUP },
-          containers: [
-            {
-              name: 'agent',
-              image,
-              args: [
-                'agent',
-                'environment',
-                '--namespace',
-                namespace,
-                '--enrollment-file',
-                `${ENROLLMENT_MOUNT}/${ENROLLMENT_FILE_KEY}`,
-                '--health-listen',
-                `0.0.0.0:${ENVIRONMENT_AGENT_HEALTH_PORT}`,
-              ],
-              ports: [{ name: 'health', containerPort: ENVIRONMENT_AGENT_HEALTH_PORT, protocol: 'TCP' }],
-              readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, periodSeconds: 10 },
-              livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, periodSeconds: 20 },
-              securityContext: containerSecurityContext,
-              resources: agentResources,
-              volumeMounts: [tmpMount, { name: 'enrollment', mountPath: ENROLLMENT_MOUNT, readOnly: true }],
-            },
-          ],
+          containers: [environmentAgentContainer(owner.metadata.namespace ?? '', image)],
           volumes: [
             tmpVolume,
             {
@@ -240,7 +229,30 @@ export function desiredEnvironmentAgent(
       },
     },
   };
-  return { serviceAccount, role, roleBinding, deployment: applyPodSettings(deployment, pods) };
+}
+
+/** `svc agent environment` for one namespace, with its health port probed. */
+function environmentAgentContainer(namespace: string, image: string): Record<string, unknown> {
+  return {
+    name: 'agent',
+    image,
+    args: [
+      'agent',
+      'environment',
+      '--namespace',
+      namespace,
+      '--enrollment-file',
+      `${ENROLLMENT_MOUNT}/${ENROLLMENT_FILE_KEY}`,
+      '--health-listen',
+      `0.0.0.0:${ENVIRONMENT_AGENT_HEALTH_PORT}`,
+    ],
+    ports: [{ name: 'health', containerPort: ENVIRONMENT_AGENT_HEALTH_PORT, protocol: 'TCP' }],
+    readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, periodSeconds: 10 },
+    livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, periodSeconds: 20 },
+    securityContext: containerSecurityContext,
+    resources: agentResources,
+    volumeMounts: [tmpMount, { name: 'enrollment', mountPath: ENROLLMENT_MOUNT, readOnly: true }],
+  };
 }
 
 /**

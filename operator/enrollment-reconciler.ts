@@ -16,6 +16,7 @@ import {
   type AgentEnrollment,
   type AgentEnrollmentStatus,
   type EnrollmentState,
+  type ValidEnrollment,
 } from './enrollment-children.ts';
 import { ControllerEnrollment } from './enrollment-controller-api.ts';
 import { EnrollmentSecrets } from './enrollment-secrets.ts';
@@ -105,6 +106,34 @@ export class EnrollmentReconciler extends ObjectReconciler<
     const finalizers = e.metadata.finalizers ?? [];
     if (!finalizers.includes(UNENROLL_FINALIZER)) await this.setFinalizers(e, [...finalizers, UNENROLL_FINALIZER]);
 
+    const enrolled = await this.enroll(e, spec, await this.standingState(key, e, spec));
+    if ('outcome' in enrolled) return enrolled.outcome;
+    const { state, enrollment } = enrolled;
+    await this.applyAgent(e, enrollment);
+    const ready = {
+      type: 'Ready',
+      status: 'True',
+      reason: 'Enrolled',
+      message: `enrolled with ${spec.controllerUrl} as environment ${state.envZId}; environment agent ${enrollmentChildName(name)} applied`,
+    } as const;
+    const deployment = this.deps.caches.deployments.get(e.metadata.namespace ?? '', enrollmentChildName(name));
+    await this.report.ready(e, { envZId: state.envZId, enrolled: true }, [
+      ready,
+      deploymentAvailable(deployment, 'environment agent Deployment'),
+    ]);
+    return { result: 'success', requeueAfterMs: VERIFY_MS };
+  }
+
+  /**
+   * The stored enrollment state that still stands: an enrollment the controller no longer knows is
+   * dropped (the environment kept while it exists), and one at another controller than the spec's
+   * is released there (best effort) and dropped.
+   */
+  private async standingState(
+    key: string,
+    e: AgentEnrollment,
+    spec: ValidEnrollment,
+  ): Promise<EnrollmentState | undefined> {
     let state = await this.secrets.readState(e);
     const standing =
       state?.enrollment && state.controllerUrl === spec.controllerUrl
@@ -141,12 +170,24 @@ export class EnrollmentReconciler extends ObjectReconciler<
       await this.secrets.deleteState(e);
       state = undefined;
     }
+    return state;
+  }
 
+  /**
+   * Enables and enrolls the environment at the controller unless the state holds an enrollment
+   * already; or the reconcile's outcome when that cannot be done now (a retryable controller
+   * failure is thrown, for backoff).
+   */
+  private async enroll(
+    e: AgentEnrollment,
+    spec: ValidEnrollment,
+    state: EnrollmentState | undefined,
+  ): Promise<{ state: EnrollmentState; enrollment: EnrollmentFile } | { outcome: ReconcileResult }> {
     if (!state?.enrollment) {
       const token = await this.secrets.accountToken(e, spec);
       if (!token.ok) {
         const message = token.problems.map(problemText).join('; ');
-        return await this.notReady(e, 'AccountTokenMissing', message, 'waiting', state, RECHECK_MS);
+        return { outcome: await this.notReady(e, 'AccountTokenMissing', message, 'waiting', state, RECHECK_MS) };
       }
       try {
         state = await this.controller.enroll(e, spec, token.value, state);
@@ -154,25 +195,12 @@ export class EnrollmentReconciler extends ObjectReconciler<
         const { reason, retry } = controllerFailure(err);
         const outcome = await this.notReady(e, reason, errorText(err), 'waiting', state, retry ? undefined : 60_000);
         if (retry) throw err;
-        return outcome;
+        return { outcome };
       }
     }
     const enrollment = state.enrollment;
     if (!enrollment) throw new SvcError('enrollment_incomplete', 'enrollment state has no enrollment file');
-
-    await this.applyAgent(e, enrollment);
-    const ready = {
-      type: 'Ready',
-      status: 'True',
-      reason: 'Enrolled',
-      message: `enrolled with ${spec.controllerUrl} as environment ${state.envZId}; environment agent ${enrollmentChildName(name)} applied`,
-    } as const;
-    const deployment = this.deps.caches.deployments.get(e.metadata.namespace ?? '', enrollmentChildName(name));
-    await this.report.ready(e, { envZId: state.envZId, enrolled: true }, [
-      ready,
-      deploymentAvailable(deployment, 'environment agent Deployment'),
-    ]);
-    return { result: 'success', requeueAfterMs: VERIFY_MS };
+    return { state, enrollment };
   }
 
   /** Deletion: unenroll and disable the environment at the controller, then drop the finalizer. */

@@ -1,11 +1,12 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { startHealthServer } from '../lib/health.ts';
+import { startHealthServer, type HealthServer } from '../lib/health.ts';
 import { KubeClient } from '../lib/kube/client.ts';
+import type { Informer } from '../lib/kube/informer.ts';
 import { createLogger, type Logger } from '../lib/logger.ts';
 import { AccessReconciler } from './access-reconciler.ts';
 import { AuthConfigReconciler } from './auth-config-reconciler.ts';
 import type { BackoffPolicy } from './backoff.ts';
-import { allInformers, createCaches } from './caches.ts';
+import { allInformers, createCaches, type Caches } from './caches.ts';
 import { Controller, type Reconciler } from './controller.ts';
 import { EnrollmentReconciler } from './enrollment-reconciler.ts';
 import { EventRecorder } from './events.ts';
@@ -86,11 +87,66 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
   const informers = allInformers(caches);
   // Before the reconcilers' watches: a change of the Secret is parsed before anything it wakes runs.
   const installation = new InstallationState(caches.frontendSecret, options.frontendSecret, logger);
+  const parts: Parts = { options, logger, metrics, client, caches, informers };
+  const controllers = startControllers(parts, createReconcilers(parts, installation));
+  const synced = (): boolean => informers.every((i) => i.hasSynced);
+  const beforeStart = (): void => {
+    installation.ensureRead();
+    if (!options.ingress.route) void removeShareRoutes(client, logger, options.namespace);
+  };
+  const leadership = new Leadership({ controllers, synced, beforeStart, metrics });
+  for (const i of informers) i.start();
+  caches.httpRoutes?.start();
+  const election = electLeader(parts, leadership);
+  const health = await serveHealth(parts, controllers, election.elector);
+  logger.info(
+    {
+      namespace: options.namespace ?? 'all',
+      identity: options.identity,
+      leaderElect: options.leaderElect,
+      metricsPort: health.port,
+    },
+    'operator started',
+  );
+  return {
+    metrics,
+    metricsPort: health.port,
+    identity: options.identity,
+    isLeader: () => leadership.isLeading,
+    isSynced: synced,
+    exited: election.exited,
+    close: async () => {
+      if (election.elector) await election.elector.stop();
+      if (!(await leadership.close(election.stepDownTimeoutMs)))
+        logger.warn(
+          { inFlight: leadership.inFlight },
+          `reconciles still running after ${election.stepDownTimeoutMs} ms; stopping`,
+        );
+      await Promise.all([...informers, ...(caches.httpRoutes ? [caches.httpRoutes] : [])].map((i) => i.stop()));
+      await health.close();
+      client.close();
+      logger.info('operator stopped');
+    },
+  };
+}
+
+/** What the operator's parts are built from. */
+interface Parts {
+  readonly options: StartOperatorOptions;
+  readonly logger: Logger;
+  readonly metrics: OperatorMetrics;
+  readonly client: KubeClient;
+  readonly caches: Caches;
+  readonly informers: readonly Informer[];
+}
+
+/** One reconciler per kind the operator owns: Share, Access, the auth endpoint's config, AgentEnrollment. */
+function createReconcilers({ options, client, caches, logger }: Parts, installation: InstallationState): Reconciler[] {
   const events = new EventRecorder(client, logger, options.identity);
   const { image } = options;
   const pods = options.podSettings;
   const memo = new ShareMemo(caches.shares);
-  const reconcilers: Reconciler[] = [
+  return [
     new ShareReconciler({
       client,
       caches,
@@ -115,22 +171,32 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
       unenrollDeadlineMs: options.unenrollDeadlineMs,
     }),
   ];
+}
+
+/** A controller (work queue, backoff, bounded concurrency) per reconciler, woken by the watches it declares. */
+function startControllers({ options, metrics, logger }: Parts, reconcilers: readonly Reconciler[]): Controller[] {
   const backoff = options.reconcileBackoff ?? { baseMs: 1000, maxMs: 300_000 };
-  const controllers = reconcilers.map((reconciler) => {
+  return reconcilers.map((reconciler) => {
     const concurrency = reconciler.concurrency ?? options.concurrency;
     const controller = new Controller(reconciler, { metrics, logger, concurrency, backoff });
     wireWatches(reconciler, controller);
     return controller;
   });
+}
 
-  const synced = (): boolean => informers.every((i) => i.hasSynced);
-  const beforeStart = (): void => {
-    installation.ensureRead();
-    if (!options.ingress.route) void removeShareRoutes(client, logger, options.namespace);
-  };
-  const leadership = new Leadership({ controllers, synced, beforeStart, metrics });
-  for (const i of informers) i.start();
-  caches.httpRoutes?.start();
+interface Election {
+  /** Undefined without `--leader-elect`: this replica leads from the start. */
+  readonly elector: LeaderElector | undefined;
+  /** Resolves with the exit code once the lease was lost and the reconciles stepped down. */
+  readonly exited: Promise<number>;
+  readonly stepDownTimeoutMs: number;
+}
+
+/**
+ * Leads at once without leader election; otherwise runs the controllers while this replica holds
+ * the Lease, and on losing it steps down (bounded by what is left of the lease) and asks to exit.
+ */
+function electLeader({ options, client, logger }: Parts, leadership: Leadership): Election {
   const leaseDurationMs = options.leaseDurationMs ?? 15_000;
   const renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
   const stepDownTimeoutMs = options.stepDownTimeoutMs ?? Math.max(1000, leaseDurationMs - renewDeadlineMs);
@@ -166,50 +232,28 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     : undefined;
   if (elector) elector.start();
   else leadership.started();
+  return { elector, exited, stepDownTimeoutMs };
+}
 
+/** `/healthz` (informers and queues not stalled), `/readyz` (caches synced; leading or standing by), `/metrics`. */
+async function serveHealth(
+  { options, metrics, informers }: Parts,
+  controllers: readonly Controller[],
+  elector: LeaderElector | undefined,
+): Promise<HealthServer> {
   const live = liveness({
     controllers,
     informers,
     watchStallMs: options.watchStallMs ?? 20 * 60_000,
     reconcileStallMs: options.reconcileStallMs ?? 5 * 60_000,
   });
-  const health = await startHealthServer(options.metricsListen, {
+  return startHealthServer(options.metricsListen, {
     registry: metrics.registry,
     live,
     ready: () => {
-      if (!synced()) return { ok: false, detail: 'caches not synced' };
+      if (!informers.every((i) => i.hasSynced)) return { ok: false, detail: 'caches not synced' };
       if (!elector) return { ok: true, detail: 'ok' };
       return { ok: true, detail: elector.isLeader ? 'ok: leading' : 'ok: standing by' };
     },
   });
-  logger.info(
-    {
-      namespace: options.namespace ?? 'all',
-      identity: options.identity,
-      leaderElect: options.leaderElect,
-      metricsPort: health.port,
-    },
-    'operator started',
-  );
-
-  return {
-    metrics,
-    metricsPort: health.port,
-    identity: options.identity,
-    isLeader: () => leadership.isLeading,
-    isSynced: synced,
-    exited,
-    close: async () => {
-      if (elector) await elector.stop();
-      if (!(await leadership.close(stepDownTimeoutMs)))
-        logger.warn(
-          { inFlight: leadership.inFlight },
-          `reconciles still running after ${stepDownTimeoutMs} ms; stopping`,
-        );
-      await Promise.all([...informers, ...(caches.httpRoutes ? [caches.httpRoutes] : [])].map((i) => i.stop()));
-      await health.close();
-      client.close();
-      logger.info('operator stopped');
-    },
-  };
 }

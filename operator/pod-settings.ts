@@ -54,123 +54,149 @@ function isObject(value: unknown): value is Obj {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** Records a problem at a field path under `--pod-settings`. */
+type Bad = (path: string, message: string) => void;
+
 /**
  * Parses and checks `--pod-settings` (a JSON object; empty = none), adding every problem with its
  * field path to `problems`. Tolerations and affinity are checked for their shape; the API server
  * checks the rest of them when the operator writes a Deployment.
  */
 export function parsePodSettings(text: string | undefined, problems: Problem[]): PodSettings {
-  if (!text || !text.trim()) return {};
+  const value = jsonObject(text, problems);
+  if (!value) return {};
+  const bad: Bad = (path, message) => void problems.push(problem(`${FLAG}: ${path}`, message));
+  for (const key of Object.keys(value))
+    if (!KNOWN.includes(key))
+      problems.push(problem(`${FLAG}: ${key}`, `unknown field (known: ${KNOWN.join(', ')})`, 'unknown_field'));
+  const settings: PodSettings = {
+    imagePullSecrets: pullSecrets(value.imagePullSecrets, bad),
+    imagePullPolicy: pullPolicy(value.imagePullPolicy, bad),
+    resources: resources(value.resources, bad),
+    nodeSelector: stringMap(value.nodeSelector, 'nodeSelector', bad, false),
+    tolerations: tolerations(value.tolerations, bad),
+    affinity: affinity(value.affinity, bad),
+    priorityClassName: priorityClassName(value.priorityClassName, bad),
+    labels: podLabels(value.labels, bad),
+    annotations: stringMap(value.annotations, 'annotations', bad, false),
+  };
+  return Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined));
+}
+
+/** The flag's JSON object; undefined when empty, or not a JSON object (a problem then). */
+function jsonObject(text: string | undefined, problems: Problem[]): Obj | undefined {
+  if (!text || !text.trim()) return undefined;
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
     problems.push(problem(FLAG, `must be a JSON object: ${err instanceof Error ? err.message : String(err)}`));
-    return {};
+    return undefined;
   }
-  const at = (path: string): string => `${FLAG}: ${path}`;
-  const bad = (path: string, message: string): void => void problems.push(problem(at(path), message));
+  if (isObject(value)) return value;
+  problems.push(problem(FLAG, `must be a JSON object, got ${JSON.stringify(value)}`));
+  return undefined;
+}
+
+/** `imagePullSecrets`: a list of `{name: <Secret name>}`. */
+function pullSecrets(secrets: unknown, bad: Bad): PodSettings['imagePullSecrets'] {
+  if (secrets === undefined) return undefined;
+  if (!Array.isArray(secrets)) {
+    bad('imagePullSecrets', 'must be a list of {name: <Secret>}');
+    return undefined;
+  }
+  const names: { name: string }[] = [];
+  secrets.forEach((s: unknown, i) => {
+    const name = isObject(s) ? s.name : undefined;
+    if (
+      !isObject(s) ||
+      Object.keys(s).some((k) => k !== 'name') ||
+      typeof name !== 'string' ||
+      !DNS_SUBDOMAIN.test(name)
+    )
+      bad(`imagePullSecrets[${i}]`, `must be {name: <Secret name>}, got ${JSON.stringify(s)}`);
+    else names.push({ name });
+  });
+  return names.length > 0 ? names : undefined;
+}
+
+/** `imagePullPolicy`: Always, IfNotPresent or Never ('' = the default). */
+function pullPolicy(policy: unknown, bad: Bad): PodSettings['imagePullPolicy'] {
+  if (policy === undefined || policy === '') return undefined;
+  if (typeof policy === 'string' && PULL_POLICIES.includes(policy)) return policy as PodSettings['imagePullPolicy'];
+  bad('imagePullPolicy', `must be one of ${PULL_POLICIES.join(', ')}, got ${JSON.stringify(policy)}`);
+  return undefined;
+}
+
+/** `resources`: requests and limits, each a mapping of resource name to quantity. */
+function resources(value: unknown, bad: Bad): PodSettings['resources'] {
+  if (value === undefined) return undefined;
   if (!isObject(value)) {
-    problems.push(problem(FLAG, `must be a JSON object, got ${JSON.stringify(value)}`));
-    return {};
+    bad('resources', 'must be a mapping of requests and limits');
+    return undefined;
+  }
+  if (Object.keys(value).length === 0) return undefined;
+  for (const [part, amounts] of Object.entries(value)) {
+    if (!RESOURCE_KEYS.includes(part)) bad(`resources.${part}`, 'unknown field (known: requests, limits)');
+    else if (!isObject(amounts)) bad(`resources.${part}`, 'must be a mapping of resource name to quantity');
+    else
+      for (const [resource, amount] of Object.entries(amounts))
+        if (!(typeof amount === 'string' || typeof amount === 'number') || !QUANTITY.test(String(amount)))
+          bad(
+            `resources.${part}.${resource}`,
+            `must be a quantity such as 100m or 128Mi, got ${JSON.stringify(amount)}`,
+          );
+  }
+  return value;
+}
+
+/** `tolerations`: a list of mappings with the fields of a Kubernetes toleration. */
+function tolerations(value: unknown, bad: Bad): PodSettings['tolerations'] {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) {
+    bad('tolerations', 'must be a list of tolerations');
+    return undefined;
+  }
+  value.forEach((t: unknown, i) => {
+    if (!isObject(t)) bad(`tolerations[${i}]`, 'must be a mapping');
+    else
+      for (const key of Object.keys(t))
+        if (!TOLERATION_KEYS.includes(key))
+          bad(`tolerations[${i}].${key}`, `unknown field (known: ${TOLERATION_KEYS.join(', ')})`);
+  });
+  return value.length > 0 ? (value as Obj[]) : undefined;
+}
+
+/** `affinity`: node affinity, pod affinity and pod anti-affinity. */
+function affinity(value: unknown, bad: Bad): PodSettings['affinity'] {
+  if (value === undefined) return undefined;
+  if (!isObject(value)) {
+    bad('affinity', 'must be a mapping');
+    return undefined;
   }
   for (const key of Object.keys(value))
-    if (!KNOWN.includes(key))
-      problems.push(problem(at(key), `unknown field (known: ${KNOWN.join(', ')})`, 'unknown_field'));
-  const out: { -readonly [K in keyof PodSettings]: PodSettings[K] } = {};
+    if (!AFFINITY_KEYS.includes(key)) bad(`affinity.${key}`, `unknown field (known: ${AFFINITY_KEYS.join(', ')})`);
+  return Object.keys(value).length > 0 ? value : undefined;
+}
 
-  const secrets = value.imagePullSecrets;
-  if (secrets !== undefined) {
-    if (!Array.isArray(secrets)) bad('imagePullSecrets', 'must be a list of {name: <Secret>}');
-    else {
-      const names: { name: string }[] = [];
-      secrets.forEach((s: unknown, i) => {
-        const name = isObject(s) ? s.name : undefined;
-        if (
-          !isObject(s) ||
-          Object.keys(s).some((k) => k !== 'name') ||
-          typeof name !== 'string' ||
-          !DNS_SUBDOMAIN.test(name)
-        )
-          bad(`imagePullSecrets[${i}]`, `must be {name: <Secret name>}, got ${JSON.stringify(s)}`);
-        else names.push({ name });
-      });
-      if (names.length > 0) out.imagePullSecrets = names;
-    }
-  }
-  const policy = value.imagePullPolicy;
-  if (policy !== undefined && policy !== '') {
-    if (typeof policy !== 'string' || !PULL_POLICIES.includes(policy))
-      bad('imagePullPolicy', `must be one of ${PULL_POLICIES.join(', ')}, got ${JSON.stringify(policy)}`);
-    else out.imagePullPolicy = policy as PodSettings['imagePullPolicy'];
-  }
-  const resources = value.resources;
-  if (resources !== undefined) {
-    if (!isObject(resources)) bad('resources', 'must be a mapping of requests and limits');
-    else if (Object.keys(resources).length > 0) {
-      for (const [part, amounts] of Object.entries(resources)) {
-        if (!RESOURCE_KEYS.includes(part)) bad(`resources.${part}`, 'unknown field (known: requests, limits)');
-        else if (!isObject(amounts)) bad(`resources.${part}`, 'must be a mapping of resource name to quantity');
-        else
-          for (const [resource, amount] of Object.entries(amounts))
-            if (!(typeof amount === 'string' || typeof amount === 'number') || !QUANTITY.test(String(amount)))
-              bad(
-                `resources.${part}.${resource}`,
-                `must be a quantity such as 100m or 128Mi, got ${JSON.stringify(amount)}`,
-              );
-      }
-      out.resources = resources;
-    }
-  }
-  const nodeSelector = stringMap(value.nodeSelector, 'nodeSelector', bad, false);
-  if (nodeSelector) out.nodeSelector = nodeSelector;
-  const tolerations = value.tolerations;
-  if (tolerations !== undefined) {
-    if (!Array.isArray(tolerations)) bad('tolerations', 'must be a list of tolerations');
-    else {
-      tolerations.forEach((t: unknown, i) => {
-        if (!isObject(t)) bad(`tolerations[${i}]`, 'must be a mapping');
-        else
-          for (const key of Object.keys(t))
-            if (!TOLERATION_KEYS.includes(key))
-              bad(`tolerations[${i}].${key}`, `unknown field (known: ${TOLERATION_KEYS.join(', ')})`);
-      });
-      if (tolerations.length > 0) out.tolerations = tolerations as Obj[];
-    }
-  }
-  const affinity = value.affinity;
-  if (affinity !== undefined) {
-    if (!isObject(affinity)) bad('affinity', 'must be a mapping');
-    else {
-      for (const key of Object.keys(affinity))
-        if (!AFFINITY_KEYS.includes(key)) bad(`affinity.${key}`, `unknown field (known: ${AFFINITY_KEYS.join(', ')})`);
-      if (Object.keys(affinity).length > 0) out.affinity = affinity;
-    }
-  }
-  const priority = value.priorityClassName;
-  if (priority !== undefined && priority !== '') {
-    if (typeof priority !== 'string' || !DNS_SUBDOMAIN.test(priority) || priority.length > 253)
-      bad('priorityClassName', `must be a PriorityClass name, got ${JSON.stringify(priority)}`);
-    else out.priorityClassName = priority;
-  }
-  const labels = stringMap(value.labels, 'labels', bad, true);
-  if (labels) {
-    for (const key of Object.keys(labels))
-      if (RESERVED_LABEL.test(key)) bad(`labels.${key}`, 'is set by the operator itself (selectors and ownership)');
-    out.labels = labels;
-  }
-  const annotations = stringMap(value.annotations, 'annotations', bad, false);
-  if (annotations) out.annotations = annotations;
-  return out;
+/** `priorityClassName`: a PriorityClass name ('' = none). */
+function priorityClassName(priority: unknown, bad: Bad): string | undefined {
+  if (priority === undefined || priority === '') return undefined;
+  if (typeof priority === 'string' && DNS_SUBDOMAIN.test(priority) && priority.length <= 253) return priority;
+  bad('priorityClassName', `must be a PriorityClass name, got ${JSON.stringify(priority)}`);
+  return undefined;
+}
+
+/** `labels` of the pod template; never one the operator sets itself (selectors and ownership). */
+function podLabels(value: unknown, bad: Bad): PodSettings['labels'] {
+  const labels = stringMap(value, 'labels', bad, true);
+  for (const key of Object.keys(labels ?? {}))
+    if (RESERVED_LABEL.test(key)) bad(`labels.${key}`, 'is set by the operator itself (selectors and ownership)');
+  return labels;
 }
 
 /** A mapping of qualified names to strings (label values checked as such when `labelValues`). */
-function stringMap(
-  value: unknown,
-  path: string,
-  bad: (path: string, message: string) => void,
-  labelValues: boolean,
-): Record<string, string> | undefined {
+function stringMap(value: unknown, path: string, bad: Bad, labelValues: boolean): Record<string, string> | undefined {
   if (value === undefined) return undefined;
   if (!isObject(value)) {
     bad(path, 'must be a mapping of names to strings');

@@ -203,8 +203,77 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
     labels,
     ownerReferences: [ownerReference(SHARES, owner)],
   });
-  const oauth = share.oauth !== undefined && options.installation !== undefined;
-  const agentArgs = [
+  const installation = share.oauth !== undefined ? options.installation : undefined;
+  const deployment = applyPodSettings(
+    podDeployment(
+      metadata(name),
+      { [SHARE_LABEL]: share.name },
+      labels,
+      'share',
+      sharePod(share, options.image, !!installation),
+    ),
+    options.pods,
+  );
+  const children: { -readonly [K in keyof ShareChildren]: ShareChildren[K] } = {
+    deployment,
+    service: shareService(metadata(name), share.name, !!installation),
+  };
+  const host = `${share.token}.${options.domain}`;
+  if (share.shareMode === 'public' && options.ingress?.route) {
+    children.route = desiredShareRoute(metadata(name), host, name, options.ingress.route);
+  } else if (share.shareMode === 'public') {
+    children.ingress = shareIngress(metadata(name), host, options.ingress);
+  }
+  if (installation) {
+    // JSON, which is YAML too: the sidecar then never loads a YAML parser (lib/config-reader.ts).
+    const config = JSON.stringify(sidecarConfig(share, installation), null, 2);
+    children.secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: metadata(frontendSecretName(share.name)),
+      type: 'Opaque',
+      data: { [FRONTEND_CONFIG_FILE]: Buffer.from(config).toString('base64') },
+    };
+  }
+  return children;
+}
+
+/**
+ * The share pod: the agent serving the target (or the web volume), and for an OAuth share the
+ * sidecar frontend in front of it, the only one reachable from outside the pod.
+ */
+function sharePod(
+  share: ValidShare,
+  image: string,
+  oauth: boolean,
+): { containers: Record<string, unknown>[]; volumes: Record<string, unknown>[] } {
+  const volumes: Record<string, unknown>[] = [tmpVolume];
+  if (share.webVolume) volumes.push(webVolume(share.webVolume));
+  // An OAuth `proxy` share needs no agent container: the sidecar proxies to the target through the
+  // same pipe the agent would, and a second hop cost about twice the CPU per request and a second
+  // process's memory (docs/operator.md, "Share children"; docs/benchmarks.md, "Share pods").
+  const containers: Record<string, unknown>[] =
+    oauth && share.backendMode === 'proxy' ? [] : [agentContainer(share, image, oauth)];
+  if (oauth) {
+    volumes.push({ name: 'frontend-config', secret: { secretName: frontendSecretName(share.name) } });
+    containers.push(frontendContainer(image));
+  }
+  return { containers, volumes };
+}
+
+/** The web share's files: a ConfigMap or a read-only PersistentVolumeClaim. */
+function webVolume(volume: NonNullable<ValidShare['webVolume']>): Record<string, unknown> {
+  return volume.configMap
+    ? { name: 'share', configMap: { name: volume.configMap } }
+    : { name: 'share', persistentVolumeClaim: { claimName: volume.persistentVolumeClaim, readOnly: true } };
+}
+
+/**
+ * `svc agent backend` proxying to the target or serving the web volume: on loopback behind the
+ * sidecar of an OAuth share (identity headers passed on), otherwise the pod's port (headers stripped).
+ */
+function agentContainer(share: ValidShare, image: string, oauth: boolean): Record<string, unknown> {
+  const args = [
     'agent',
     'backend',
     '--backend-mode',
@@ -216,104 +285,80 @@ export function desiredShareChildren(owner: Share, share: ValidShare, options: S
     '--identity-headers',
     oauth ? 'pass' : 'strip',
   ];
-  const volumes: Record<string, unknown>[] = [tmpVolume];
-  const agentMounts: Record<string, unknown>[] = [tmpMount];
-  if (share.webVolume) {
-    volumes.push(
-      share.webVolume.configMap
-        ? { name: 'share', configMap: { name: share.webVolume.configMap } }
-        : {
-            name: 'share',
-            persistentVolumeClaim: { claimName: share.webVolume.persistentVolumeClaim, readOnly: true },
-          },
-    );
-    agentMounts.push({ name: 'share', mountPath: WEB_ROOT, readOnly: true });
-  }
+  const volumeMounts: Record<string, unknown>[] = [tmpMount];
+  if (share.webVolume) volumeMounts.push({ name: 'share', mountPath: WEB_ROOT, readOnly: true });
   const agent: Record<string, unknown> = {
     name: 'agent',
-    image: options.image,
-    args: agentArgs,
+    image,
+    args,
     securityContext: containerSecurityContext,
     resources: agentResources,
-    volumeMounts: agentMounts,
+    volumeMounts,
   };
   if (!oauth) {
     agent.ports = [{ name: 'http', containerPort: AGENT_PORT, protocol: 'TCP' }];
     agent.readinessProbe = { tcpSocket: { port: AGENT_PORT }, periodSeconds: 10 };
   }
-  // An OAuth `proxy` share needs no agent container: the sidecar proxies to the target through the
-  // same pipe the agent would, and a second hop cost about twice the CPU per request and a second
-  // process's memory (docs/operator.md, "Share children"; docs/benchmarks.md, "Share pods").
-  const containers: Record<string, unknown>[] = oauth && share.backendMode === 'proxy' ? [] : [agent];
-  if (oauth) {
-    volumes.push({ name: 'frontend-config', secret: { secretName: frontendSecretName(share.name) } });
-    containers.push({
-      name: 'frontend',
-      image: options.image,
-      args: ['frontend', '--config', `${FRONTEND_CONFIG_DIR}/${FRONTEND_CONFIG_FILE}`],
-      ports: [
-        { name: 'http', containerPort: FRONTEND_PORT, protocol: 'TCP' },
-        { name: 'metrics', containerPort: FRONTEND_METRICS_PORT, protocol: 'TCP' },
-      ],
-      readinessProbe: { httpGet: { path: '/readyz', port: FRONTEND_METRICS_PORT }, periodSeconds: 10 },
-      livenessProbe: { httpGet: { path: '/healthz', port: FRONTEND_METRICS_PORT }, periodSeconds: 20 },
-      securityContext: containerSecurityContext,
-      resources: agentResources,
-      volumeMounts: [tmpMount, { name: 'frontend-config', mountPath: FRONTEND_CONFIG_DIR, readOnly: true }],
-    });
-  }
-  const deployment = applyPodSettings(
-    podDeployment(metadata(name), { [SHARE_LABEL]: share.name }, labels, 'share', { containers, volumes }),
-    options.pods,
-  );
-  const service: KubeObject = {
+  return agent;
+}
+
+/** The OAuth sidecar (`svc frontend`) reading its config from the share's frontend Secret. */
+function frontendContainer(image: string): Record<string, unknown> {
+  return {
+    name: 'frontend',
+    image,
+    args: ['frontend', '--config', `${FRONTEND_CONFIG_DIR}/${FRONTEND_CONFIG_FILE}`],
+    ports: [
+      { name: 'http', containerPort: FRONTEND_PORT, protocol: 'TCP' },
+      { name: 'metrics', containerPort: FRONTEND_METRICS_PORT, protocol: 'TCP' },
+    ],
+    readinessProbe: { httpGet: { path: '/readyz', port: FRONTEND_METRICS_PORT }, periodSeconds: 10 },
+    livenessProbe: { httpGet: { path: '/healthz', port: FRONTEND_METRICS_PORT }, periodSeconds: 20 },
+    securityContext: containerSecurityContext,
+    resources: agentResources,
+    volumeMounts: [tmpMount, { name: 'frontend-config', mountPath: FRONTEND_CONFIG_DIR, readOnly: true }],
+  };
+}
+
+/** The share's ClusterIP Service on port 80: to the sidecar of an OAuth share, else to the agent. */
+function shareService(metadata: KubeObject['metadata'], shareName: string, oauth: boolean): KubeObject {
+  return {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: metadata(name),
+    metadata,
     spec: {
       type: 'ClusterIP',
-      selector: { [SHARE_LABEL]: share.name },
+      selector: { [SHARE_LABEL]: shareName },
       ports: [{ name: 'http', port: 80, targetPort: oauth ? FRONTEND_PORT : AGENT_PORT, protocol: 'TCP' }],
     },
   };
-  const children: { -readonly [K in keyof ShareChildren]: ShareChildren[K] } = { deployment, service };
-  const host = `${share.token}.${options.domain}`;
-  if (share.shareMode === 'public' && options.ingress?.route) {
-    children.route = desiredShareRoute(metadata(name), host, name, options.ingress.route);
-  } else if (share.shareMode === 'public') {
-    children.ingress = {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'Ingress',
-      metadata: {
-        ...metadata(name),
-        ...(options.ingress && Object.keys(options.ingress.annotations).length > 0
-          ? { annotations: { ...options.ingress.annotations } }
-          : {}),
-      },
-      spec: {
-        ...(options.ingress?.className ? { ingressClassName: options.ingress.className } : {}),
-        ...withTls(ingressTls(options.ingress?.tls, host, name)),
-        rules: [
-          {
-            host,
-            http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name, port: { number: 80 } } } }] },
-          },
-        ],
-      },
-    };
-  }
-  if (oauth && options.installation) {
-    // JSON, which is YAML too: the sidecar then never loads a YAML parser (lib/config-reader.ts).
-    const config = JSON.stringify(sidecarConfig(share, options.installation), null, 2);
-    children.secret = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: metadata(frontendSecretName(share.name)),
-      type: 'Opaque',
-      data: { [FRONTEND_CONFIG_FILE]: Buffer.from(config).toString('base64') },
-    };
-  }
-  return children;
+}
+
+/** A public share's Ingress: its host to the share Service, with the class, annotations and TLS of `--ingress-*`. */
+function shareIngress(
+  metadata: KubeObject['metadata'],
+  host: string,
+  ingress: ShareIngressOptions | undefined,
+): KubeObject {
+  const name = metadata.name;
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: {
+      ...metadata,
+      ...(ingress && Object.keys(ingress.annotations).length > 0 ? { annotations: { ...ingress.annotations } } : {}),
+    },
+    spec: {
+      ...(ingress?.className ? { ingressClassName: ingress.className } : {}),
+      ...withTls(ingressTls(ingress?.tls, host, name)),
+      rules: [
+        {
+          host,
+          http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name, port: { number: 80 } } } }] },
+        },
+      ],
+    },
+  };
 }
 
 function withTls(tls: object[] | undefined): { tls?: object[] } {

@@ -7,7 +7,7 @@ import type { Caches } from './caches.ts';
 import type { ReconcileResult } from './controller.ts';
 import { ObjectReconciler } from './object-reconciler.ts';
 import type { EventRecorder } from './events.ts';
-import { frontendEndpoint } from './installation.ts';
+import { frontendEndpoint, type Installation } from './installation.ts';
 import type { InstallationView } from './installation-state.ts';
 import { isNotFound, type KubeClient } from '../lib/kube/client.ts';
 import {
@@ -25,7 +25,13 @@ import {
   type Share,
   type ShareStatus,
 } from '../lib/kube/resources.ts';
-import { childName, desiredShareChildren, frontendSecretName } from './share-children.ts';
+import {
+  childName,
+  desiredShareChildren,
+  frontendSecretName,
+  type ShareChildren,
+  type ValidShare,
+} from './share-children.ts';
 import { ShareMemo } from './share-memo.ts';
 import { ShareTokens } from './share-tokens.ts';
 import { shareTlsConfigured, tlsCondition } from './share-tls.ts';
@@ -50,6 +56,15 @@ export interface ShareReconcilerDeps {
   /** Shared with the auth-config reconciler, which validates the same Shares; one of its own if absent. */
   readonly memo?: ShareMemo;
 }
+
+/** A valid Share and the children it is reconciled into. */
+interface Desired {
+  readonly valid: ValidShare;
+  readonly children: ShareChildren;
+}
+
+/** Why a Share has no children: the Ready=False reason, message and kind of failure. */
+type Refusal = [reason: ConditionReason, message: string, result: 'invalid' | 'waiting'];
 
 /** The status fields this reconciler writes besides the conditions. */
 type ShareStatusFields = Pick<ShareStatus, 'token' | 'frontendEndpoints'>;
@@ -87,42 +102,63 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
-    const { caches, installation, client, domain, image, ingress } = this.deps;
     const { namespace, name } = splitKey(key);
-    const share = caches.shares.get(namespace, name);
+    const share = this.deps.caches.shares.get(namespace, name);
     if (!share || share.metadata.deletionTimestamp) return { result: 'success' };
-
-    const install = installation.current();
+    const install = this.deps.installation.current();
     const installed = install?.ok ? install.value : undefined;
+    const desired = this.desired(share, installed);
+    if ('refused' in desired) return await this.notReady(share, ...desired.refused);
+    const { created, routeMissing } = await this.apply(namespace, name, desired.children);
+    if (routeMissing) {
+      // No watch wakes the Share when the CRD is installed: look again, less often the longer it lasts.
+      const since = findCondition(share.status?.conditions, 'Ready');
+      const after = recheckAfterMs(since?.reason === 'RouteApiMissing' ? since.lastTransitionTime : undefined);
+      return await this.notReady(share, 'RouteApiMissing', routeMissing, 'waiting', after);
+    }
+    return await this.reportStatus(share, desired, created, installed);
+  }
+
+  /**
+   * The valid spec and its children, or why there are none: an invalid spec, an installation not
+   * ready for an OAuth share, or a token an older Share holds.
+   */
+  private desired(share: Share, installed: Installation | undefined): Desired | { refused: Refusal } {
     const validation = this.memo.validate(share, installed);
     if (!validation.ok) {
       const waiting = validation.problems.some((p) => p.code === 'not_ready');
-      return await this.notReady(
-        share,
-        waiting ? 'InstallationNotReady' : 'InvalidSpec',
-        validation.problems.map(problemText).join('; '),
-        waiting ? 'waiting' : 'invalid',
-      );
+      const message = validation.problems.map(problemText).join('; ');
+      return {
+        refused: waiting ? ['InstallationNotReady', message, 'waiting'] : ['InvalidSpec', message, 'invalid'],
+      };
     }
     const valid = validation.value;
     const holder = this.tokenHolder(share, valid.token);
     if (holder)
-      return await this.notReady(
-        share,
-        'TokenConflict',
-        `token ${valid.token} is already used by Share ${holder}`,
-        'invalid',
-      );
-
+      return { refused: ['TokenConflict', `token ${valid.token} is already used by Share ${holder}`, 'invalid'] };
+    const { domain, image, ingress, pods } = this.deps;
     const children = this.memo.children(share, installed, () =>
       desiredShareChildren(share, valid, {
         image,
         domain,
         ...(ingress ? { ingress } : {}),
         ...(installed ? { installation: installed } : {}),
-        ...(this.deps.pods ? { pods: this.deps.pods } : {}),
+        ...(pods ? { pods } : {}),
       }),
     );
+    return { valid, children };
+  }
+
+  /**
+   * Writes each child (the config Secret first: the pod mounts it) and deletes those no longer
+   * wanted; names the children it created, and says why the HTTPRoute cannot be written if so.
+   */
+  private async apply(
+    namespace: string,
+    name: string,
+    children: ShareChildren,
+  ): Promise<{ created: string[]; routeMissing: string | undefined }> {
+    const { client } = this.deps;
     const created: string[] = [];
     const apply = async (resource: Resource, desired: KubeObject | undefined, childName: string): Promise<void> => {
       const live = this.live(resource, namespace, childName);
@@ -133,29 +169,37 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
       const outcome: ApplyOutcome = await applyChild(client, resource, desired, live);
       if (outcome === 'created') created.push(`${resource.kind} ${childName}`);
     };
-    // The config Secret first: the pod mounts it.
     await apply(SECRETS, children.secret, frontendSecretName(name));
-    const route = ingress?.route;
     const [, , , routeMissing] = await Promise.all([
       apply(DEPLOYMENTS, children.deployment, childName(name)),
       apply(SERVICES, children.service, childName(name)),
       apply(INGRESSES, children.ingress, childName(name)),
-      route ? this.applyRoute(() => apply(HTTP_ROUTES, children.route, childName(name))) : undefined,
+      this.deps.ingress?.route ? this.applyRoute(() => apply(HTTP_ROUTES, children.route, childName(name))) : undefined,
     ]);
-    if (routeMissing) {
-      // No watch wakes the Share when the CRD is installed: look again, less often the longer it lasts.
-      const since = findCondition(share.status?.conditions, 'Ready');
-      const after = recheckAfterMs(since?.reason === 'RouteApiMissing' ? since.lastTransitionTime : undefined);
-      return await this.notReady(share, 'RouteApiMissing', routeMissing, 'waiting', after);
-    }
+    return { created, routeMissing };
+  }
 
+  /**
+   * Ready once the Deployment is available (and the Ingress has an address or the HTTPRoute is
+   * accepted, when awaited); otherwise Ready=False with why. An Event when the share became ready,
+   * or when children were created.
+   */
+  private async reportStatus(
+    share: Share,
+    { valid, children }: Desired,
+    created: readonly string[],
+    installed: Installation | undefined,
+  ): Promise<ReconcileResult> {
+    const { client, domain, ingress } = this.deps;
+    const { namespace = '', name } = share.metadata;
+    const route = ingress?.route;
     const endpoints =
       valid.shareMode === 'public'
         ? [
             frontendEndpoint(
               valid.token,
               domain,
-              install?.ok ? install.value.oauth.endpointUrl : undefined,
+              installed?.oauth.endpointUrl,
               route ? route.tls === 'gateway' : shareTlsConfigured(ingress?.tls),
             ),
           ]
