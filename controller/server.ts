@@ -47,123 +47,18 @@ export interface ApiServerOptions {
  * in one place (controller/errors.ts); no stack trace is ever sent.
  */
 export function createApiServer(options: ApiServerOptions): Server {
-  const { logger } = options;
   const openapiJson = JSON.stringify(options.openapi.document);
-
   const server = createServer((req, res) => {
-    const started = performance.now();
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    let accountId: string | undefined;
-    res.on('finish', () => {
-      const line = {
-        method: req.method,
-        path,
-        status: res.statusCode,
-        ms: Math.round(performance.now() - started),
-        account: accountId,
-      };
-      // Every frontend replica polls the registry every 25 s: an answered poll is routine, not news.
-      const routine = isRegistryPoll(req.method, path) && res.statusCode < 300;
-      if (routine) logger.debug(line, 'api request');
-      else logger.info(line, 'api request');
-    });
-    handle(req, res, path, (id) => (accountId = id)).catch((err: unknown) => {
+    const logged = logRequest(options.logger, req, res, path);
+    route(options, openapiJson, req, res, path, logged).catch((err: unknown) => {
       const { status, body } = errorBody(err);
       if (status >= 500 && body.code === 'internal_error') {
-        logger.error({ err: errorText(err), path }, 'api request failed');
+        options.logger.error({ err: errorText(err), path }, 'api request failed');
       }
       send(res, status, body);
     });
   });
-
-  async function handle(
-    req: IncomingMessage,
-    res: ServerResponse,
-    path: string,
-    noteAccount: (id: string) => void,
-  ): Promise<void> {
-    if (options.console?.owns(path)) return options.console.handle(req, res, path);
-    if (path === OPENAPI_JSON_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(openapiJson) });
-      res.end(req.method === 'HEAD' ? undefined : openapiJson);
-      return;
-    }
-    if (path === '/readyz' && (req.method === 'GET' || req.method === 'HEAD')) {
-      const state = await storeReadiness(options.store);
-      res.writeHead(state.ok ? 200 : 503, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
-      res.end(`${state.detail}\n`);
-      return;
-    }
-    if (answerHealth(req, res, options.live ? { live: options.live } : {})) return;
-    if (isFrontendPath(path)) {
-      if (!options.frontendApi) {
-        throw apiError('tunnel_not_offered', 'this controller runs without a public_frontend section: no frontend API');
-      }
-      const readFrontendBody = async () => {
-        if (!isApiMediaType(req.headers['content-type'])) {
-          throw apiError('unsupported_media_type', `Content-Type must be ${MEDIA_TYPE}`);
-        }
-        return readRequest(req, res, path.slice(API_PREFIX.length));
-      };
-      send(res, 200, await options.frontendApi.handle(req, res, path, readFrontendBody));
-      return;
-    }
-    const opName = path.slice(API_PREFIX.length);
-    const operation = path.startsWith(API_PREFIX)
-      ? (options.operations.get(opName) ?? options.environmentOperations?.get(opName))
-      : undefined;
-    if (!operation) throw apiError('not_found', `no API operation at ${path}`);
-    if (req.method !== 'POST') {
-      res.setHeader('allow', 'POST');
-      throw apiError('method_not_allowed', `${path} accepts POST only`);
-    }
-    if (!isApiMediaType(req.headers['content-type'])) {
-      throw apiError('unsupported_media_type', `Content-Type must be ${MEDIA_TYPE}`);
-    }
-    const caller =
-      'environment' in operation
-        ? await authenticateEnvironment(req.headers['x-token'])
-        : await authenticate(req.headers['x-token']);
-    noteAccount('envZId' in caller ? `environment ${caller.envZId}` : caller.id);
-    const body = await readRequest(req, res, opName);
-    if ('environment' in operation) {
-      send(res, 200, await operation.handle(caller as EnvironmentRecord, body));
-      return;
-    }
-    if (operation.remote && !options.hub) throw notConfigured();
-    send(res, 200, await operation.handle(caller as AccountRecord, body));
-  }
-
-  /** The body as a JSON object checked against the OpenAPI document (400, 413, 422 otherwise). */
-  async function readRequest(req: IncomingMessage, res: ServerResponse, opPath: string): Promise<Body> {
-    const text = await readBody(req, res, options.maxBodyBytes);
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      throw apiError('malformed_json', 'the request body is not valid JSON');
-    }
-    if (!body || typeof body !== 'object' || Array.isArray(body)) {
-      throw apiError('malformed_json', 'the request body must be a JSON object');
-    }
-    return checkedBody(options.openapi, opPath, body);
-  }
-
-  async function authenticate(header: string | string[] | undefined): Promise<AccountRecord> {
-    const refused = () => apiError('unauthorized', 'X-TOKEN must hold a valid account token');
-    const parsed = typeof header === 'string' ? parseToken('svca', header.trim()) : undefined;
-    if (!parsed) throw refused();
-    const account = await options.store.getAccount(parsed.id);
-    if (!account || !hashesMatch(parsed.hash, account.tokenHash)) throw refused();
-    return account;
-  }
-
-  async function authenticateEnvironment(header: string | string[] | undefined): Promise<EnvironmentRecord> {
-    const env = await environmentOfToken(options.store, typeof header === 'string' ? header : undefined);
-    if (!env) throw apiError('unauthorized', 'X-TOKEN must hold a valid environment token');
-    return env;
-  }
-
   server.on('upgrade', (req: IncomingMessage, socket, head: Buffer) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === REMOTING_PATH && options.hub) return options.hub.handleUpgrade(req, socket, head);
@@ -174,6 +69,150 @@ export function createApiServer(options: ApiServerOptions): Server {
   server.headersTimeout = 20_000;
   server.requestTimeout = 60_000;
   return server;
+}
+
+/** Who made a request, once authenticated; written into its log line. */
+interface RequestLog {
+  account?: string;
+}
+
+/** Logs each request when it finished: method, path, status, time and account. */
+function logRequest(logger: Logger, req: IncomingMessage, res: ServerResponse, path: string): RequestLog {
+  const started = performance.now();
+  const logged: RequestLog = {};
+  res.on('finish', () => {
+    const line = {
+      method: req.method,
+      path,
+      status: res.statusCode,
+      ms: Math.round(performance.now() - started),
+      account: logged.account,
+    };
+    // Every frontend replica polls the registry every 25 s: an answered poll is routine, not news.
+    const routine = isRegistryPoll(req.method, path) && res.statusCode < 300;
+    if (routine) logger.debug(line, 'api request');
+    else logger.info(line, 'api request');
+  });
+  return logged;
+}
+
+/** Routes a request: the console, the OpenAPI document, `/readyz`, `/healthz`, the frontend API, an operation. */
+async function route(
+  options: ApiServerOptions,
+  openapiJson: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  logged: RequestLog,
+): Promise<void> {
+  if (options.console?.owns(path)) return options.console.handle(req, res, path);
+  if (path === OPENAPI_JSON_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(openapiJson) });
+    res.end(req.method === 'HEAD' ? undefined : openapiJson);
+    return;
+  }
+  if (path === '/readyz' && (req.method === 'GET' || req.method === 'HEAD')) {
+    const state = await storeReadiness(options.store);
+    res.writeHead(state.ok ? 200 : 503, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
+    res.end(`${state.detail}\n`);
+    return;
+  }
+  if (answerHealth(req, res, options.live ? { live: options.live } : {})) return;
+  if (isFrontendPath(path)) return serveFrontendApi(options, req, res, path);
+  return serveOperation(options, req, res, path, logged);
+}
+
+/** `/api/v1/frontend/*`, for the frontend replicas (501 without a `public_frontend` section). */
+async function serveFrontendApi(
+  options: ApiServerOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+): Promise<void> {
+  if (!options.frontendApi) {
+    throw apiError('tunnel_not_offered', 'this controller runs without a public_frontend section: no frontend API');
+  }
+  const readFrontendBody = async () => {
+    if (!isApiMediaType(req.headers['content-type'])) {
+      throw apiError('unsupported_media_type', `Content-Type must be ${MEDIA_TYPE}`);
+    }
+    return readRequest(options, req, res, path.slice(API_PREFIX.length));
+  };
+  send(res, 200, await options.frontendApi.handle(req, res, path, readFrontendBody));
+}
+
+/** An API operation through the pipeline: 404 → 405 → 415 → 401 → 413/400/422 → 501 → the operation. */
+async function serveOperation(
+  options: ApiServerOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  logged: RequestLog,
+): Promise<void> {
+  const opName = path.slice(API_PREFIX.length);
+  const operation = path.startsWith(API_PREFIX)
+    ? (options.operations.get(opName) ?? options.environmentOperations?.get(opName))
+    : undefined;
+  if (!operation) throw apiError('not_found', `no API operation at ${path}`);
+  if (req.method !== 'POST') {
+    res.setHeader('allow', 'POST');
+    throw apiError('method_not_allowed', `${path} accepts POST only`);
+  }
+  if (!isApiMediaType(req.headers['content-type'])) {
+    throw apiError('unsupported_media_type', `Content-Type must be ${MEDIA_TYPE}`);
+  }
+  const caller =
+    'environment' in operation
+      ? await authenticateEnvironment(options.store, req.headers['x-token'])
+      : await authenticate(options.store, req.headers['x-token']);
+  logged.account = 'envZId' in caller ? `environment ${caller.envZId}` : caller.id;
+  const body = await readRequest(options, req, res, opName);
+  if ('environment' in operation) {
+    send(res, 200, await operation.handle(caller as EnvironmentRecord, body));
+    return;
+  }
+  if (operation.remote && !options.hub) throw notConfigured();
+  send(res, 200, await operation.handle(caller as AccountRecord, body));
+}
+
+/** The body as a JSON object checked against the OpenAPI document (400, 413, 422 otherwise). */
+async function readRequest(
+  options: ApiServerOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  opPath: string,
+): Promise<Body> {
+  const text = await readBody(req, res, options.maxBodyBytes);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw apiError('malformed_json', 'the request body is not valid JSON');
+  }
+  if (!body || typeof body !== 'object' || Array.isArray(body)) {
+    throw apiError('malformed_json', 'the request body must be a JSON object');
+  }
+  return checkedBody(options.openapi, opPath, body);
+}
+
+/** The account whose token is in `X-TOKEN` (401 otherwise). */
+async function authenticate(store: ControllerStore, header: string | string[] | undefined): Promise<AccountRecord> {
+  const refused = () => apiError('unauthorized', 'X-TOKEN must hold a valid account token');
+  const parsed = typeof header === 'string' ? parseToken('svca', header.trim()) : undefined;
+  if (!parsed) throw refused();
+  const account = await store.getAccount(parsed.id);
+  if (!account || !hashesMatch(parsed.hash, account.tokenHash)) throw refused();
+  return account;
+}
+
+/** The environment whose token is in `X-TOKEN` (401 otherwise). */
+async function authenticateEnvironment(
+  store: ControllerStore,
+  header: string | string[] | undefined,
+): Promise<EnvironmentRecord> {
+  const env = await environmentOfToken(store, typeof header === 'string' ? header : undefined);
+  if (!env) throw apiError('unauthorized', 'X-TOKEN must hold a valid environment token');
+  return env;
 }
 
 /** `application/svc.v1+json`, optionally with `charset=utf-8`. */

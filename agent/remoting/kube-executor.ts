@@ -1,4 +1,4 @@
-import type { AgentStatus } from '../agent.ts';
+import type { AccessEntry, AgentStatus } from '../agent.ts';
 import { httpHealthCheck, type HealthCheckResult } from '../healthcheck.ts';
 import { healthCheckUnsupported, notPrivate, unknownAccess, unknownShare } from '../refusals.ts';
 import { API_REQUEST_FIELDS, validateHealthCheckRequest } from '../requests.ts';
@@ -14,7 +14,7 @@ import {
   type Share,
 } from '../../lib/kube/resources.ts';
 import { newToken } from '../../lib/token.ts';
-import type { RemoteExecutor, RemoteHealthCheckArgs } from './executor.ts';
+import type { RemoteExecutor, RemoteHealthCheckArgs, RemoteShareArgs } from './executor.ts';
 import { accessEntry, accessToken, shareEntry, shareToken } from './kube-entries.ts';
 import { NamespaceObjects } from './kube-objects.ts';
 import { accessSpecFromArgs, shareSpecFromArgs } from './kube-specs.ts';
@@ -37,42 +37,15 @@ export interface KubeExecutorOptions {
  * Arguments become specs in kube-specs.ts, objects become status entries in kube-entries.ts.
  */
 export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
-  const { logger, namespace } = options;
+  const { logger } = options;
   const readyTimeoutMs = options.readyTimeoutMs ?? 20_000;
-  const objects = new NamespaceObjects(options.client, namespace, readyTimeoutMs);
+  const objects = new NamespaceObjects(options.client, options.namespace, readyTimeoutMs);
+  const context: Context = { objects, logger, namespace: options.namespace, readyTimeoutMs };
   const findShare = async (token: string): Promise<Share | undefined> =>
     (await objects.shares()).find((s) => shareToken(s) === token);
 
   return {
-    async share(args) {
-      const spec = shareSpecFromArgs(args, newToken());
-      const name = `remote-${spec.token}`;
-      await objects.create(SHARES, name, spec);
-      logger.info({ object: name, share: spec.token }, 'environment agent: created Share');
-      const done = await objects.awaitReady<Share>(
-        SHARES,
-        name,
-        (c) =>
-          c.status === 'True' ||
-          c.reason === 'InvalidSpec' ||
-          c.reason === 'TokenConflict' ||
-          NOT_SERVING_REASONS.has(c.reason),
-      );
-      if (!done) {
-        throw new SvcError(
-          'share_not_ready',
-          `Share ${namespace}/${name} was created but is not Ready after ${readyTimeoutMs} ms (is the operator running?)`,
-          { status: 504 },
-        );
-      }
-      // Accepted but not serving yet (its pod is starting or cannot start): the share exists and its
-      // status says why; only a refusal of the spec deletes it again.
-      if (done.ready.status !== 'True' && !NOT_SERVING_REASONS.has(done.ready.reason)) {
-        await objects.remove(SHARES, name);
-        throw badInput(`the operator refused the share: ${done.ready.message}`, 'invalid_share');
-      }
-      return { token: spec.token, frontendEndpoints: done.object.status?.frontendEndpoints ?? [] };
-    },
+    share: (args) => createShare(context, args),
 
     async unshare({ token }) {
       const share = await findShare(token);
@@ -95,28 +68,7 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
     async access(args) {
       const share = await findShare(args.shareToken);
       if (!share) throw unknownShare(args.shareToken);
-      // Refused here, as on one machine, rather than after the operator's verdict on an Access object.
-      if ((share.spec?.shareMode ?? 'public') !== 'private') {
-        throw notPrivate(args.shareToken, share.status?.frontendEndpoints ?? []);
-      }
-      const spec = accessSpecFromArgs(args);
-      const name = `remote-access-${newToken()}`;
-      await objects.create(ACCESSES, name, spec);
-      // ShareNotFound is transient here (the share exists; the operator's cache may lag behind).
-      const done = await objects.awaitReady<Access>(
-        ACCESSES,
-        name,
-        (c) => c.status === 'True' || c.reason !== 'ShareNotFound',
-      );
-      if (!done || (done.ready.status !== 'True' && !NOT_SERVING_REASONS.has(done.ready.reason))) {
-        await objects.remove(ACCESSES, name);
-        if (!done) {
-          throw new SvcError('access_not_ready', `Access ${namespace}/${name} did not become Ready`, { status: 504 });
-        }
-        throw badInput(`the operator refused the access: ${done.ready.message}`, 'invalid_access');
-      }
-      logger.info({ object: name, share: spec.shareToken }, 'environment agent: created Access');
-      return accessEntry(done.object);
+      return createAccess(context, share, args);
     },
 
     async unaccess({ token }) {
@@ -132,6 +84,84 @@ export function kubeExecutor(options: KubeExecutorOptions): RemoteExecutor {
       return healthCheckShare(share, args);
     },
   };
+}
+
+/** What the remote commands work with: the environment's namespace and its objects. */
+interface Context {
+  readonly objects: NamespaceObjects;
+  readonly logger: Logger;
+  readonly namespace: string;
+  readonly readyTimeoutMs: number;
+}
+
+/**
+ * `share`: a Share object with a fresh token, answered once the operator's verdict is in: Ready, or
+ * accepted with its pod not serving yet. A refused spec is deleted again and answered with why.
+ */
+async function createShare(
+  { objects, logger, namespace, readyTimeoutMs }: Context,
+  args: RemoteShareArgs,
+): Promise<{ token: string; frontendEndpoints: string[] }> {
+  const spec = shareSpecFromArgs(args, newToken());
+  const name = `remote-${spec.token}`;
+  await objects.create(SHARES, name, spec);
+  logger.info({ object: name, share: spec.token }, 'environment agent: created Share');
+  const done = await objects.awaitReady<Share>(
+    SHARES,
+    name,
+    (c) =>
+      c.status === 'True' ||
+      c.reason === 'InvalidSpec' ||
+      c.reason === 'TokenConflict' ||
+      NOT_SERVING_REASONS.has(c.reason),
+  );
+  if (!done) {
+    throw new SvcError(
+      'share_not_ready',
+      `Share ${namespace}/${name} was created but is not Ready after ${readyTimeoutMs} ms (is the operator running?)`,
+      { status: 504 },
+    );
+  }
+  // Accepted but not serving yet (its pod is starting or cannot start): the share exists and its
+  // status says why; only a refusal of the spec deletes it again.
+  if (done.ready.status !== 'True' && !NOT_SERVING_REASONS.has(done.ready.reason)) {
+    await objects.remove(SHARES, name);
+    throw badInput(`the operator refused the share: ${done.ready.message}`, 'invalid_share');
+  }
+  return { token: spec.token, frontendEndpoints: done.object.status?.frontendEndpoints ?? [] };
+}
+
+/**
+ * `access` to a private Share: an Access object, answered once the operator's verdict is in; a
+ * refused or never-ready Access is deleted again.
+ */
+async function createAccess(
+  { objects, logger, namespace }: Context,
+  share: Share,
+  args: { shareToken: string; bindAddress?: string },
+): Promise<AccessEntry> {
+  // Refused here, as on one machine, rather than after the operator's verdict on an Access object.
+  if ((share.spec?.shareMode ?? 'public') !== 'private') {
+    throw notPrivate(args.shareToken, share.status?.frontendEndpoints ?? []);
+  }
+  const spec = accessSpecFromArgs(args);
+  const name = `remote-access-${newToken()}`;
+  await objects.create(ACCESSES, name, spec);
+  // ShareNotFound is transient here (the share exists; the operator's cache may lag behind).
+  const done = await objects.awaitReady<Access>(
+    ACCESSES,
+    name,
+    (c) => c.status === 'True' || c.reason !== 'ShareNotFound',
+  );
+  if (!done || (done.ready.status !== 'True' && !NOT_SERVING_REASONS.has(done.ready.reason))) {
+    await objects.remove(ACCESSES, name);
+    if (!done) {
+      throw new SvcError('access_not_ready', `Access ${namespace}/${name} did not become Ready`, { status: 504 });
+    }
+    throw badInput(`the operator refused the access: ${done.ready.message}`, 'invalid_access');
+  }
+  logger.info({ object: name, share: spec.shareToken }, 'environment agent: created Access');
+  return accessEntry(done.object);
 }
 
 /** Checks a proxy Share's target from the environment agent's pod (seed: "http-healthcheck"). */
