@@ -74,9 +74,8 @@ import { imageEnvironment, imageNodeFlags, warmCompileCache } from './lib/image.
 import { memoryLimitArg, MemoryLimits, sidecarMemoryLimitBytes } from './lib/memory-limit.ts';
 import { startNginxProxy } from './lib/nginx.ts';
 import { oauth2ProxyBinary, oauth2ProxyVersion, startOAuth2Proxy, type OAuth2ProxyBuild } from './lib/oauth2-proxy.ts';
-import { pairedRounds, pairedSection, pinTargets, roundRatios, type PairedRounds } from './lib/paired.ts';
+import { pairedRounds, pairedSection, pinTargets, type PairedRounds } from './lib/paired.ts';
 import type { ProxyPath } from './lib/proxy-paths.ts';
-import { judgeTargets, targetsSection } from './lib/targets.ts';
 import { freePort } from './lib/ports.ts';
 import {
   childPids,
@@ -88,7 +87,6 @@ import {
   stopAll,
 } from './lib/processes.ts';
 import {
-  addedOverDirect,
   costAtRateSection,
   fixed,
   latencySection,
@@ -96,7 +94,6 @@ import {
   machineLines,
   onCorePerRequest,
   markdownTable,
-  median,
   mib,
   perRequestUs,
   ratio,
@@ -134,7 +131,7 @@ interface Settings extends LoadArgs {
   /**
    * `--saturation-samples n` (default 3): saturation runs of the OAuth share whose highest rate the
    * fixed rates are fractions of. One 5 s sample taken in a slow window of a shared machine came out
-   * at two thirds of the others (docs/benchmarks.md), which made "half of saturation" an
+   * at two thirds of the others (docs/benchmarks-history.md, "What a request costs when it arrives alone"), which made "half of saturation" an
    * easier rate than the frontend's own half; the highest sample is the rate the frontend can sustain.
    */
   readonly saturationSamples: number;
@@ -154,7 +151,7 @@ interface Settings extends LoadArgs {
   /**
    * `--backend nginx|node` (default nginx): what answers behind every contender. nginx's one worker
    * costs a quarter of the node:http server's CPU per request at a fixed rate, which the proxies
-   * and the generator then have (docs/benchmarks.md).
+   * and the generator then have (docs/benchmarks-history.md, "The generator and the backend out of the way").
    */
   readonly backend: BackendKind;
 }
@@ -652,26 +649,6 @@ function formatReport(
     ...(paired
       ? [pairedSection('The frontend against the bare pipes, paired rounds', paired, s.pairSeconds, [0, 1])]
       : []),
-    ...targetsSection(
-      judgeTargets({
-        oauthShareRps: results.find((r) => r.target.name === OAUTH_SHARE)?.load.requestsPerSecond,
-        peerRps: peer?.requestsPerSecond,
-        tunedPeerRps: tunedPeer?.requestsPerSecond,
-        barePipeRatio: paired && median(roundRatios(paired, paired.names.indexOf(OAUTH_SHARE), 0)),
-        halfSaturationP99: latencySets
-          .filter((set) => set.fraction === 0.5)
-          .map((set) => ({
-            layout: set.layout.name,
-            addedMs: addedOverDirect(
-              set.latencies,
-              set.latencies.find((l) => l.target.name === OAUTH_SHARE)?.result,
-              (r) => r.p99Ms,
-            ),
-          })),
-        peakRssMiB: memory.after.peak === undefined ? undefined : memory.after.peak / 1024,
-        readyMs: startup.readyMs,
-      }),
-    ),
     `Frontend start-up (spawn of \`node bin/svc.js frontend\` → listening / → /readyz 200, provider discovery included): ` +
       `${fixed(startup.listeningMs, 0)} ms / ${fixed(startup.readyMs, 0)} ms.`,
     '',

@@ -8,18 +8,16 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { connect, createServer as createTcpServer, type AddressInfo, type Server, type Socket } from 'node:net';
-import { createProxyServer } from 'http-proxy-3';
 
 /**
- * The ways the frontend could forward a request, compared by bench/proxy-path.ts (the bare pipes
- * are also bench:frontend's floor of a Node proxy).
+ * The floors bench:frontend and the regression gate measure the frontend against.
  * `lean`: `http.request` with header objects (as a first Node proxy is written); `lean-lists`: the
  * same pipe passing flat `[name, value, …]` header lists both ways, as svc's frontend does, which
  * spares Node's client its header map and a lower-cased copy of every name. `relay`: no HTTP at
  * all, each visitor connection's bytes relayed on a backend connection of its own (what Node's
  * sockets and event loop cost by themselves: the floor under any proxy written in Node).
  */
-export type ProxyPath = 'http-proxy-3' | 'lean' | 'lean-lists' | 'relay';
+export type ProxyPath = 'lean' | 'lean-lists' | 'relay';
 
 export interface ProxyPathOptions {
   readonly path: ProxyPath;
@@ -91,24 +89,14 @@ function withoutHopByHop(headers: IncomingHttpHeaders): IncomingHttpHeaders {
 }
 
 /**
- * A reverse proxy on 127.0.0.1 in front of `upstream`, with the same keep-alive agent the frontend
- * uses: either through http-proxy-3 (as sidecar/proxy.ts does) or a bare `http.request` pipe.
- * Run it in its own process (`startModule`).
+ * A reverse proxy on 127.0.0.1 in front of `upstream`: a bare `http.request` pipe over a keep-alive
+ * agent, or the byte relay. Run it in its own process (`startModule`).
  */
 export async function startProxyPath(options: ProxyPathOptions): Promise<{ url: string; close(): Promise<void> }> {
   const upstream = new URL(options.upstream);
   if (options.path === 'relay') return startByteRelay(upstream);
   const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
-  const proxy = createProxyServer({ xfwd: false, changeOrigin: true, agent });
-  proxy.on('error', () => undefined);
   const server = createServer((req, res) => {
-    if (options.path === 'http-proxy-3') {
-      proxy.web(req, res, { target: upstream.href }, () => {
-        res.statusCode = 502;
-        res.end();
-      });
-      return;
-    }
     pipe(req, res, upstream, agent, options.path === 'lean-lists' ? LIST_HEADERS : OBJECT_HEADERS);
   });
   return listening(server, () => {
