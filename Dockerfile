@@ -39,6 +39,6 @@ USER 1000:1000
 # optimizes what is hot; docs/benchmarks.md). V8 flags are refused in NODE_OPTIONS, hence here.
 # --no-parallel-scavenge: a loaded frontend collects its 2 MiB young generation ~160 times a second;
 # handing each collection to V8's helper threads cost 5-9 % more CPU per request than doing it on
-# the main thread (same-run pairs, pinned and not; docs/benchmarks.md, round 10).
+# the main thread (same-run pairs, pinned and not; docs/benchmarks.md, "Memory").
 ENTRYPOINT ["node", "--no-maglev", "--no-parallel-scavenge", "/app/bin/svc.js"]
 CMD ["--help"]

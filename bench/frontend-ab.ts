@@ -7,7 +7,7 @@
  * run-to-run drift of bench:frontend (which measures each configuration once, minutes apart on a
  * shared machine); alternating short runs puts both sides under the same drift. Prints each run's
  * µs of CPU per request, the medians and B/A, and each frontend's peak RSS. Two identical checkouts
- * measured this way differ by 2–3 % (docs/benchmarks.md, round 5).
+ * measured this way differ by 2–3 % (docs/benchmarks-history.md, "The sidecar under 80 MiB").
  *
  *   npm run bench:frontend-ab -- <A> <B> [--rounds 6] [--duration 3] [--connections 32] [--memory-limit pod|none|MiB]
  *                                [--a-flags='<NAME=value …> <node flags …>'] [--b-flags='…'] [--pin yes|no]

@@ -4,8 +4,7 @@
 # present.
 #
 #   vegeta               a fixed-rate (open-loop) load generator: requests leave on schedule
-#                        whatever the replies do. The latency runs' generator of rounds 10–12, now
-#                        `--rate-tool vegeta` (bench/lib/vegeta.ts); the default is svc's socket
+#                        whatever the replies do. `--rate-tool vegeta` (bench/lib/vegeta.ts); the default is svc's socket
 #                        client (bench/lib/fixed-rate.ts), which takes a third to a half of
 #                        vegeta's CPU per request
 #

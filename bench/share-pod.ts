@@ -3,7 +3,7 @@
  * its containers run as the operator builds them (image flags and environment, each process in
  * its own memory cgroup of the sidecar's limit, compile cache warm), in one run, interleaved:
  *
- * - OAuth share, one container (the pod since issue #12 round 7): `svc frontend` → the app;
+ * - OAuth share, one container (an OAuth `proxy` share's pod): `svc frontend` → the app;
  * - OAuth share, two containers (the pod before, and still the shape of an OAuth `web` share):
  *   `svc frontend` → `svc agent backend --identity-headers pass` on loopback → the app;
  * - share without OAuth: `svc agent backend --identity-headers strip` → the app;

@@ -19,8 +19,8 @@ export interface Watched {
 /**
  * The backend timeout of every proxied request, kept by one sweep over the requests in flight
  * instead of a socket timeout per request: `ClientRequest#setTimeout` arms a timer, adds and
- * removes listeners and re-arms on every socket event, which cost about 30 of 210 µs per proxied
- * request (docs/benchmarks.md). A request whose socket has moved no byte either way for
+ * removes listeners and re-arms on every socket event, a measurable part of a proxied request's
+ * CPU (docs/benchmarks-history.md, "The sidecar under 80 MiB"). A request whose socket has moved no byte either way for
  * `timeoutMs` is destroyed with BackendTimeout; so, as with a socket idle timeout, a slow download
  * that keeps arriving is never cut, and the wait for a free connection does not count. It fires
  * between `timeoutMs` and `timeoutMs` plus two sweeps, each a tenth of it (at most a second).

@@ -14,7 +14,7 @@ import { pipeUpgrade } from './upgrade-pipe.ts';
  * the request streamed on over keep-alive connections (a pool per scheme, TLS verified for
  * `https://` targets), hop-by-hop headers dropped both ways, the backend timeout kept by one sweep
  * (backend-idle.ts). HTTP requests go through a bare `http.request` pipe (measured faster and
- * lighter than http-proxy-3, see docs/benchmarks.md); WebSocket upgrades get a connection of their
+ * lighter than http-proxy-3, docs/benchmarks-history.md "Proxy path"); WebSocket upgrades get a connection of their
  * own (upgrade-pipe.ts). Callers prepare the headers (`BackendHeaders`).
  */
 export interface BackendPipe {

@@ -8,7 +8,7 @@ import { isSecretName } from './secret-names.ts';
  *
  * svc's own writer rather than pino: every call site here logs a flat object and a message, and
  * pino's package also loads thread-stream and node:worker_threads into every process (1.8 MiB of a
- * share sidecar's RSS, docs/benchmarks.md "The sidecar under 80 MiB").
+ * share sidecar's RSS, docs/benchmarks-history.md "The sidecar under 80 MiB").
  *
  * Redaction is a second line of defence: call sites never pass tokens, cookies or secrets, and a
  * field named like one is censored at any depth (objects, arrays, headers maps) should one slip

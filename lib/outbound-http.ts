@@ -7,7 +7,7 @@ import { request as httpRequest } from './node-http.ts';
  * servers on a login (an identity provider's discovery, keys, token, user info and revocation).
  * Not `fetch`: the first fetch loads Node's bundled undici and compiles its WebAssembly HTTP parser,
  * and V8 later re-compiles that parser with its optimizing tier; in the frontend this was 20-28 MiB
- * of RSS and a start-up peak, out of a sidecar's budget of 80 (docs/benchmarks.md).
+ * of RSS and a start-up peak, out of a sidecar's budget of 80 (docs/benchmarks-history.md).
  * Redirects are not followed (a 3xx is returned as it is); the body is read up to `maxBodyBytes`.
  */
 export interface OutboundRequest {

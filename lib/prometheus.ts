@@ -5,7 +5,7 @@
  * svc's own rather than prom-client: svc uses these three types and a few process metrics, and a
  * share sidecar counts every proxied request. prom-client hashed the label object at each call and
  * its default collectors observed every garbage collection; without its default collectors the
- * frontend's CPU per request fell by 5 % and its peak RSS by 2.6 MiB (docs/benchmarks.md, round 8).
+ * frontend's CPU per request fell by 5 % and its peak RSS by 2.6 MiB (alternating pairs, docs/benchmarks-history.md).
  * Nothing here runs between scrapes: values computed from the process are read when scraped.
  */
 

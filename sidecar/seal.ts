@@ -31,7 +31,7 @@ const MAC_BYTES = 32;
 
 export function createSealer(signingKey: string, encryptionKey: string, clock: Clock = systemClock): Sealer {
   // KeyObjects, not raw buffers: every request opens a cookie, and re-importing a raw key on each
-  // cipher/HMAC call cost ~70 µs per request (measured, docs/benchmarks.md).
+  // cipher/HMAC call cost ~70 µs per request (measured, docs/benchmarks-history.md).
   const encKey = createSecretKey(Buffer.from(hkdfSync('sha256', encryptionKey, 'svc-seal', 'svc aes-256-gcm v1', 32)));
   const macKey = createSecretKey(Buffer.from(hkdfSync('sha256', signingKey, 'svc-seal', 'svc hmac-sha256 v1', 32)));
 

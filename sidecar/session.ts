@@ -93,7 +93,7 @@ export function sessionCookies(
 
   // Opened entries by exact text (`<token>~<sealed>`). A sealed value cannot change without failing
   // to open, so a hit needs only the share and expiry checks; this skips HMAC + AES-GCM + JSON on
-  // every request of a visitor (measured in docs/benchmarks.md). Bounded; oldest entries go first.
+  // every request of a visitor (measured in docs/benchmarks-history.md). Bounded; oldest entries go first.
   const opened = new Map<string, Session>();
   const openPart = (text: string, share: ShareIdentity): Session | undefined => {
     let session = opened.get(text);

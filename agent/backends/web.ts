@@ -22,7 +22,7 @@ export interface WebBackendOptions {
   readonly logger: Logger;
 }
 
-/** Checks that a `web` share's folder exists; a clear error otherwise (issue 3, "Bad input"). */
+/** Checks that a `web` share's folder exists; a clear error naming the path otherwise. */
 export function assertDirectory(path: string): void {
   let st: Stats;
   try {

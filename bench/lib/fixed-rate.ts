@@ -20,7 +20,7 @@ export interface FixedRateOptions {
   /**
    * The generator's scheduling priority for the run (a nice value, -20 to 19), where the system
    * permits it (a lower value needs root): ahead of the other processes on its core it keeps its
-   * schedule better, with fewer stalls (docs/benchmarks.md, round 14). Absent: left as it is.
+   * schedule better, with fewer stalls (docs/benchmarks-history.md, "Fewer objects per request"). Absent: left as it is.
    */
   readonly priority?: number;
 }
@@ -90,7 +90,7 @@ interface InFlight {
  * a request that waits for a free connection has that wait counted, and the sending never waits
  * for replies, so a slow server cannot hide its queueing (no coordinated omission).
  *
- * Why not Node's HTTP client (this module until round 13) or vegeta: at the frontend's half
+ * Why not Node's HTTP client or vegeta: at the frontend's half
  * saturation on a 2-core machine, vegeta took 0.8–0.9 of a core (60–70 µs per request) and Node's
  * client more, so the generator and the backend overloaded the core they shared and decided the
  * p99 being measured. This client writes one prebuilt request head per request on a raw socket,

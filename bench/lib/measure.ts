@@ -105,7 +105,7 @@ export interface LoadSettings {
 
 const FIXED_RATE_MODULE = fileURLToPath(new URL('./fixed-rate.ts', import.meta.url));
 
-/** The socket generator's nice value: ahead of the backend and the kernel's work on its core (round 14). */
+/** The socket generator's nice value: ahead of the backend and the kernel's work on its core: it stalls less, so fewer requests leave in bursts. */
 const GENERATOR_PRIORITY = -10;
 
 /** One request before the load: a broken setup must fail here, not be reported as fast. */

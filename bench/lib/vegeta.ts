@@ -84,7 +84,7 @@ function canonical(name: string): string {
  * The attack runs without Go's garbage collector until it holds 2 GiB (a 5 s run at 5,000 req/s
  * allocates about 0.5 GiB): a collection pauses the goroutines that time the replies, and with it on,
  * the backend's own p99 at 5,553 req/s was 1.0–1.6 ms against 0.5–0.7 without, six alternating
- * rounds each (docs/benchmarks.md, round 11). That was the generator's tail, not the servers'.
+ * rounds each (docs/benchmarks-history.md, "The generator's own tail"). That was the generator's tail, not the servers'.
  */
 const GENERATOR_ENV = { GOGC: 'off', GOMEMLIMIT: '2GiB' };
 

@@ -13,7 +13,7 @@ const CLOCK_TOLERANCE_SECONDS = 30;
  * jose, imported when the first ID token is verified. A share's sidecar in Kubernetes never takes
  * a login callback (the installation's auth endpoint does) and verifies an ID token only when it
  * refreshes a session, so most never load it: jose and Node's WebCrypto with it were 11 MiB of RSS
- * in a bare process (docs/benchmarks.md, round 7).
+ * in a bare process (docs/benchmarks-history.md, "Share pods").
  */
 let jose: Promise<typeof Jose> | undefined;
 const loadJose = (): Promise<typeof Jose> => (jose ??= import('jose'));

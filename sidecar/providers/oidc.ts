@@ -35,7 +35,7 @@ interface Discovered {
  * (`email_verified` must be true), refresh with the stored refresh token (never the access token)
  * for the login's subject only, and RFC 7009 revocation of both tokens when discovered. The `state`
  * of a callback is the login-state store's to check (sidecar/login-state.ts), before this is called. Built on node:http and jose rather than openid-client,
- * whose `fetch` cost a sidecar 20-28 MiB of its memory (docs/benchmarks.md, docs/design.md).
+ * whose `fetch` cost a sidecar 20-28 MiB of its memory (docs/design.md).
  */
 export function oidcProvider(config: OidcConfig, clock: Clock = systemClock): Provider {
   const { name } = config;

@@ -30,7 +30,7 @@ const REDIRECT_URI = 'http://auth.svc.localhost/auth/callback';
 const figures = suiteFigures('id-token');
 const forgeries = figures.attackClass(
   'OpenID responses forged or mixed up (ID token nonce/iss/aud/azp/exp/iat, alg none, HS256 keyed with the client secret, unknown or forged key, RFC 9207 iss, token type, user-info subject, discovery issuer/keys/algorithms)',
-  'openid-client made these checks until this issue; svc’s own OpenID client (#12, round 5) makes them, each tried here',
+  'the checks an OpenID client library makes, made by svc’s own OpenID client (sidecar/providers/), each tried here',
 );
 const rotation = figures.attackClass(
   'OpenID key rotation (a key the provider removed, a key it added, concurrent and flooded unknown kids)',

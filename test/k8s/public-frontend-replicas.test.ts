@@ -1,5 +1,5 @@
 /**
- * Two `svc public-frontend` replicas as real processes on a real kube-apiserver (issue #9, docs/design.md
+ * Two `svc public-frontend` replicas as real processes on a real kube-apiserver (docs/design.md
  * "More than one frontend replica"): each with a `replicas:` section and a kubeconfig (KUBECONFIG) of a
  * user holding only the chart's Leases Role; `svc controller` with `public_frontend` (file store) whose
  * endpoint_url is replica A, so the `svc serve` agent enabled against it holds its tunnel on A only;

@@ -6,8 +6,8 @@ import { request } from '../support/raw-http.ts';
 
 /**
  * Node's fetch (its bundled undici, with node:tls, node:http2 and node:zlib) is loaded by any ESM
- * import of node:http, so product code takes node:http through lib/node-http.ts (docs/benchmarks.md,
- * "Frontend memory (issue #12)"). Each process started here is idle — none calls fetch — and must
+ * import of node:http, so product code takes node:http through lib/node-http.ts (docs/benchmarks-history.md,
+ * "Frontend memory"). Each process started here is idle — none calls fetch — and must
  * not have loaded undici: `svc serve`, a CLI command against it, the share pods' `svc agent backend`
  * and `svc controller`. (node:tls and node:zlib still come with ws, and node:http2
  * with the tunnel code; only undici is asserted. The operator loads @kubernetes/client-node, which

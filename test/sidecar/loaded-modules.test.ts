@@ -33,7 +33,7 @@ async function loadedWhile(file: string, visit: (port: number) => Promise<void>)
 }
 
 /**
- * Issue #12: the sidecar's memory is mostly what it loads. A plain `svc frontend` (one open share,
+ * The sidecar's memory is mostly what it loads. A plain `svc frontend` (one open share,
  * an idp1 provider not yet used, no metrics listener, one process) serves a request and stops; what
  * it loaded is reported by a preload. Node's fetch (undici, which brings node:tls, node:http2 and
  * node:zlib) comes only with a provider request; metrics and logs are svc's own (no prom-client, no pino).
@@ -75,7 +75,7 @@ describe('svc frontend loads only what it uses', () => {
 /**
  * An `oidc` frontend logs a visitor in (discovery at start-up, key set, token exchange) over
  * node:http: Node's fetch would load undici and compile, then re-optimize, its WebAssembly HTTP
- * parser, 20-28 MiB of a sidecar's RSS (docs/benchmarks.md). The issuer is on loopback over http,
+ * parser, 20-28 MiB of a sidecar's RSS (docs/benchmarks-history.md). The issuer is on loopback over http,
  * so no TLS either.
  */
 describe('an oidc frontend configured as the operator does it logs in without loading fetch or YAML', () => {
