@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { intArg } from './lib/load-args.ts';
 import { cpuSeconds, installCleanup, removeScratchDir, scratchDir, stopAll } from './lib/processes.ts';
 import { fixed, machineLines, markdownTable, median, ratio, writeMarkdown } from './lib/report.ts';
-import { startSvcInstallation, startSvcServe, svcCommand, waitForOutput } from './lib/svc.ts';
+import { enableAgents, startSvcInstallation, startSvcServe, svcCommand } from './lib/svc.ts';
 
 const REPORT = fileURLToPath(new URL('../docs/benchmarks/tunnel-tcp.md', import.meta.url));
 const CHUNK = Buffer.alloc(256 * 1024, 7);
@@ -127,23 +127,10 @@ async function startTunnel(dir: string, ports: readonly number[]): Promise<{ acc
     startSvcServe({ name: 'sharing agent', dataDir: dataDir('sharer') }),
     startSvcServe({ name: 'accessing agent', dataDir: dataDir('accessor') }),
   ]);
-  const account = (
-    await svcCommand(['admin', 'create', 'account', 'bench@example.com', '--data-dir', dataDir('installation')])
-  ).trim();
-  for (const [name, proc] of [
-    ['sharer', sharer],
-    ['accessor', accessor],
-  ] as const) {
-    await svcCommand([
-      'enable',
-      account,
-      '--api-endpoint',
-      installation.ready.apiEndpoint,
-      '--data-dir',
-      dataDir(name),
-    ]);
-    await waitForOutput(proc, /tunnel: connected to the installation/);
-  }
+  await enableAgents(installation, dataDir('installation'), [
+    { dataDir: dataDir('sharer'), process: sharer },
+    { dataDir: dataDir('accessor'), process: accessor },
+  ]);
   const accessPorts: number[] = [];
   for (const port of ports) {
     const share = JSON.parse(

@@ -58,11 +58,10 @@ import {
   type Transfers,
 } from './lib/tunnel-report.ts';
 import {
+  enableAgents,
   sharePublic,
   startSvcInstallation,
   startSvcServe,
-  svcCommand,
-  waitForOutput,
   type SvcInstallation,
   type SvcServe,
 } from './lib/svc.ts';
@@ -135,23 +134,10 @@ async function startSvc(dir: string, backend: string, profile: boolean): Promise
       env: { SVC_TUNNEL_TRANSPORT: 'websocket' },
     }),
   ]);
-  const account = (
-    await svcCommand(['admin', 'create', 'account', 'bench@example.com', '--data-dir', dataDir('installation')])
-  ).trim();
-  for (const [name, process] of [
-    ['agent', agent],
-    ['agent-ws', agentWs],
-  ] as const) {
-    await svcCommand([
-      'enable',
-      account,
-      '--api-endpoint',
-      installation.ready.apiEndpoint,
-      '--data-dir',
-      dataDir(name),
-    ]);
-    await waitForOutput(process, /tunnel: connected to the installation/);
-  }
+  await enableAgents(installation, dataDir('installation'), [
+    { dataDir: dataDir('agent'), process: agent },
+    { dataDir: dataDir('agent-ws'), process: agentWs },
+  ]);
   const [frontendShare, tunnelShare, tunnelWsShare] = await Promise.all([
     sharePublic(dataDir('serve'), backend),
     sharePublic(dataDir('agent'), backend),

@@ -79,6 +79,38 @@ export async function startSvcInstallation(
   });
 }
 
+/** An agent to enable: a running `svc serve` and its data directory. */
+export interface SvcAgent {
+  readonly dataDir: string;
+  readonly process: BenchProcess<unknown>;
+}
+
+/**
+ * Creates one account on the installation (`svc admin create account`) and enables every agent
+ * with it against the installation's API (`svc enable`), one after the other as a user would;
+ * resolves once each agent's tunnel to the installation is connected.
+ */
+export async function enableAgents(
+  installation: SvcInstallation,
+  installationDataDir: string,
+  agents: readonly SvcAgent[],
+): Promise<void> {
+  const account = (
+    await svcCommand(['admin', 'create', 'account', 'bench@example.com', '--data-dir', installationDataDir])
+  ).trim();
+  for (const agent of agents) {
+    await svcCommand([
+      'enable',
+      account,
+      '--api-endpoint',
+      installation.ready.apiEndpoint,
+      '--data-dir',
+      agent.dataDir,
+    ]);
+    await waitForOutput(agent.process, /tunnel: connected to the installation/);
+  }
+}
+
 /** Runs `svc <args>` to completion; rejects with its output when it exits non-zero. */
 export function svcCommand(args: readonly string[]): Promise<string> {
   return new Promise((resolve, reject) => {
