@@ -10,7 +10,7 @@
  * provider's login form. Exits non-zero when any configuration saw a non-2xx response or an error.
  *
  *   npm run bench:frontend -- [--duration 10] [--warmup 2] [--connections 32] [--load auto|autocannon|wrk] [--rate auto|N]
- *                              [--latency yes|no] [--latency-at 0.5[,…]] [--latency-rounds 3] [--rate-tool auto|vegeta|node]
+ *                              [--latency yes|no] [--latency-at 0.5[,…]] [--latency-rounds 3]
  *                              [--latency-pin no|yes|both] [--saturation-samples 3]
  *                              [--baseline <other checkout>] [--workers N] [--memory-limit pod|none|MiB]
  *                              [--variant='<NAME=value …> <node flags …>' …]
@@ -29,8 +29,7 @@
  * upstream pool) is measured as the peer a user would pick instead, logged in the same way. Then
  * each configuration is loaded at one fixed arrival rate (`--rate`, default half of the frontend
  * OAuth share's saturation rate, the highest of `--saturation-samples` runs) for latency without
- * coordinated omission (bench/lib/fixed-rate.ts's socket client, or vegeta with `--rate-tool
- * vegeta`: bench/lib/vegeta.ts), in interleaved rounds. `--latency-pin both` (the default) runs that
+ * coordinated omission (bench/lib/fixed-rate.ts's socket client), in interleaved rounds. `--latency-pin both` (the default) runs that
  * pass twice per rate: with every process free to run on any core, and with the proxies on a core of
  * their own (the load generator and the backend on the others, as for the paired rounds), so the
  * report separates what a proxy adds from what it loses waiting for a core the load generator holds.

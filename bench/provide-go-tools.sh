@@ -3,11 +3,6 @@
 # shared with the Kubernetes test binaries (outside the repository). Each binary is skipped when
 # present.
 #
-#   vegeta               a fixed-rate (open-loop) load generator: requests leave on schedule
-#                        whatever the replies do. `--rate-tool vegeta` (bench/lib/vegeta.ts); the default is svc's socket
-#                        client (bench/lib/fixed-rate.ts), which takes a third to a half of
-#                        vegeta's CPU per request
-#
 #   oauth2-proxy         the release as published (its defaults: Go's http.Transport keeps at most
 #                        2 idle connections per upstream host, so under concurrency most requests
 #                        open a new upstream connection)
@@ -30,8 +25,6 @@ set -eu
 
 version="v7.15.6"
 module="github.com/oauth2-proxy/oauth2-proxy/v7"
-vegeta_version="v12.13.0"
-vegeta_module="github.com/tsenart/vegeta/v12"
 bin_dir="${SVC_TEST_BIN:-$HOME/.cache/svc-test-bin}"
 
 go_cmd="$(command -v go || echo /usr/local/go/bin/go)"
@@ -59,12 +52,6 @@ module_dir() {
 }
 
 mkdir -p "$bin_dir"
-if [ -x "$bin_dir/vegeta" ]; then
-  echo "vegeta already present in $bin_dir"
-else
-  echo "building vegeta $vegeta_version into $bin_dir"
-  build "$(module_dir "$vegeta_module" "$vegeta_version")" vegeta
-fi
 
 stamp="$bin_dir/oauth2-proxy.version"
 if [ "$(cat "$stamp" 2>/dev/null)" = "$version" ] && [ -x "$bin_dir/oauth2-proxy" ] && [ -x "$bin_dir/oauth2-proxy-pool64" ]; then

@@ -39,8 +39,6 @@ export interface FixedRateResult {
   readonly errors: number;
   /** What the errors were, as the generator words them, when it says. */
   readonly errorKinds?: readonly string[];
-  /** The generator: this module's socket client, or vegeta (bench/lib/vegeta.ts). */
-  readonly tool: 'vegeta' | 'node';
   /**
    * The socket client's own stalls in the timed run: times its event loop came back to send more
    * than `STALL_MS` after it last did (its ~1 ms timer tick late: a collection of its own, or no
@@ -56,7 +54,7 @@ export interface FixedRateResult {
 /** A gap this long between two sends is a stall of the generator (its timer ticks every ~1 ms). */
 const STALL_MS = 2;
 
-/** A request still unanswered after this long counts as an error (vegeta's `-timeout` in the other generator). */
+/** A request still unanswered after this long counts as an error. */
 const REPLY_TIMEOUT_MS = 30_000;
 
 /**
@@ -314,7 +312,6 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
     non2xx,
     errors,
     errorKinds: [...errorKinds],
-    tool: 'node',
     stalls,
     longestStallMs,
     priority: getPriority(),

@@ -1,6 +1,5 @@
 import { commandExists } from './processes.ts';
 import type { LoadSettings } from './measure.ts';
-import { vegetaBinary, type RateTool } from './vegeta.ts';
 
 /**
  * The command-line options every load benchmark takes (`--duration`, `--warmup`, `--connections`,
@@ -12,8 +11,6 @@ export interface LoadArgs extends LoadSettings {
   readonly rate: number | undefined;
   /** Interleaved rounds of the fixed-rate runs (`--latency-rounds`). */
   readonly latencyRounds: number;
-  /** The fixed-rate generator (`--rate-tool auto`: bench/lib/fixed-rate.ts's socket client, the lightest). */
-  readonly rateTool: RateTool;
 }
 
 interface StringOption {
@@ -24,7 +21,7 @@ interface StringOption {
 export function loadOptions(defaults: {
   duration: string;
   warmup: string;
-}): Record<'duration' | 'warmup' | 'connections' | 'load' | 'rate' | 'latency-rounds' | 'rate-tool', StringOption> {
+}): Record<'duration' | 'warmup' | 'connections' | 'load' | 'rate' | 'latency-rounds', StringOption> {
   return {
     duration: { type: 'string', default: defaults.duration },
     warmup: { type: 'string', default: defaults.warmup },
@@ -32,27 +29,21 @@ export function loadOptions(defaults: {
     load: { type: 'string', default: 'auto' },
     rate: { type: 'string', default: 'auto' },
     'latency-rounds': { type: 'string', default: '3' },
-    'rate-tool': { type: 'string', default: 'auto' },
   };
 }
 
 /** `--load auto` picks wrk when installed (far lighter on a small machine's CPU), else autocannon. */
 export function loadArgs(
-  values: Record<'duration' | 'warmup' | 'connections' | 'load' | 'rate' | 'latency-rounds' | 'rate-tool', string>,
+  values: Record<'duration' | 'warmup' | 'connections' | 'load' | 'rate' | 'latency-rounds', string>,
 ): LoadArgs {
   const load = values.load === 'auto' ? (commandExists('wrk') ? 'wrk' : 'autocannon') : values.load;
   if (load !== 'autocannon' && load !== 'wrk') throw new Error('--load must be auto, autocannon or wrk');
-  const rateTool = values['rate-tool'] === 'auto' ? 'node' : values['rate-tool'];
-  if (rateTool !== 'vegeta' && rateTool !== 'node') throw new Error('--rate-tool must be auto, vegeta or node');
-  if (rateTool === 'vegeta' && !vegetaBinary())
-    throw new Error('--rate-tool vegeta: run bench/provide-go-tools.sh first');
   return {
     durationSeconds: intArg('duration', values.duration, 1, 60),
     warmupSeconds: intArg('warmup', values.warmup, 0, 30),
     connections: intArg('connections', values.connections, 1, 1024),
     tool: load,
     rate: values.rate === 'auto' ? undefined : intArg('rate', values.rate, 1, 1_000_000),
-    rateTool,
     latencyRounds: intArg('latency-rounds', values['latency-rounds'], 1, 20),
   };
 }

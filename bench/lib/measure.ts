@@ -18,7 +18,6 @@ import {
   type MachineCpu,
   type ProcessCpu,
 } from './processes.ts';
-import { runVegeta, type RateTool } from './vegeta.ts';
 
 /**
  * Measuring one contender of a benchmark: the same load in the same way for each, with the CPU
@@ -92,7 +91,6 @@ function busiestBetween(before: Map<number, ProcessCpu>, after: Map<number, Proc
 
 /** What a fixed-rate pass needs: the load's shape, the generator, and the backend whose core waits are read. */
 export type FixedRateSettings = Pick<LoadSettings, 'connections' | 'durationSeconds'> & {
-  readonly rateTool: RateTool;
   readonly backendPid?: number;
 };
 
@@ -175,7 +173,7 @@ export async function fixedRateRounds(
   });
 }
 
-/** One contender at a fixed arrival rate (open loop), with vegeta or bench/lib/fixed-rate.ts in its own process. */
+/** One contender at a fixed arrival rate (open loop), bench/lib/fixed-rate.ts's client in its own process. */
 export async function fixedRate(s: FixedRateSettings, target: Target, rate: number): Promise<FixedRateRun> {
   const options: FixedRateOptions = {
     url: target.url,
@@ -199,21 +197,16 @@ export async function fixedRate(s: FixedRateSettings, target: Target, rate: numb
     machine: machineCpu(),
   });
   const before = read();
-  let result: FixedRateResult;
-  if (s.rateTool === 'vegeta') {
-    result = await runVegeta(options);
-  } else {
-    const child = await startModule<FixedRateResult>(
-      'fixed-rate',
-      FIXED_RATE_MODULE,
-      'runFixedRate',
-      options,
-      // Its start-up and connections on top of the run (a proxy far behind the rate keeps it to the end).
-      longestRunMs(options) + 15_000,
-    );
-    await child.exited;
-    result = child.ready;
-  }
+  const child = await startModule<FixedRateResult>(
+    'fixed-rate',
+    FIXED_RATE_MODULE,
+    'runFixedRate',
+    options,
+    // Its start-up and connections on top of the run (a proxy far behind the rate keeps it to the end).
+    longestRunMs(options) + 15_000,
+  );
+  await child.exited;
+  const result = child.ready;
   const after = read();
   const busiest = busiestBetween(every, cpuOfEveryProcess());
   const proxyCpu = difference(before.proxyCpu, after.proxyCpu);

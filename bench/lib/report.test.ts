@@ -33,7 +33,6 @@ function fixedRun(rate: number, sent: number, warmupSent: number, proxyCpuSecond
     maxMs: 2,
     non2xx: 0,
     errors: 0,
-    tool: 'node',
     ...(proxyCpuSeconds === undefined ? {} : { proxyCpuSeconds }),
   };
 }

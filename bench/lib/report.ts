@@ -72,13 +72,10 @@ function latencyMethod(
   s: { readonly latencyRounds: number; readonly connections: number },
   latencies: readonly Latency[],
 ): string {
-  const tool = latencies[0]?.result.tool;
   const priority = latencies[0]?.result.priority;
   const how =
-    tool === 'vegeta'
-      ? 'vegeta (each request timed from its start, queueing for a connection included; the pacer never waits for replies)'
-      : "svc's socket client (bench/lib/fixed-rate.ts: each request timed from the tick or reply at which it fell due, queueing for a connection included; sends never wait for replies; due requests leave at each ~1 ms timer tick and after each reply" +
-        (priority === undefined ? ')' : `; at nice ${priority})`);
+    "svc's socket client (bench/lib/fixed-rate.ts: each request timed from the tick or reply at which it fell due, queueing for a connection included; sends never wait for replies; due requests leave at each ~1 ms timer tick and after each reply" +
+    (priority === undefined ? ')' : `; at nice ${priority})`);
   return (
     `Open loop: ${s.latencyRounds} interleaved rounds (the median round's percentiles reported), ${how}, up to ${s.connections} connections. ` +
     "Waiting for a core: the time the process's threads were runnable but on a run queue (the kernel's schedstat), per second of the run; " +
@@ -86,7 +83,7 @@ function latencyMethod(
   );
 }
 
-/** A fixed-rate run's generator stalls, `count / longest ms` (vegeta does not report them: '-'). */
+/** A fixed-rate run's generator stalls, `count / longest ms` ('-' when the generator did not report them). */
 function stallText(run: FixedRateRun): string {
   return run.stalls === undefined ? '-' : `${run.stalls} / ${fixed(run.longestStallMs, 1)}`;
 }
