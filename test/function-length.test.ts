@@ -24,7 +24,6 @@ const EXCEPTIONS: Record<string, string> = {
   'serve/serve.ts startServe': 'being split',
   'lib/tunnel/ws-duplex.ts webSocketDuplex': 'being split',
   'serve/installation.ts startInstallation': 'being split',
-  'agent/tunnel/service.ts startTunnelService': 'being split',
   'lib/http-pipe.ts createBackendPipe': 'being split',
   'sidecar/auth.ts callback': 'being split',
   'sidecar/fast-path/response-framer.ts parseHead': 'being split',
