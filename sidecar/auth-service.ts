@@ -90,7 +90,7 @@ export interface RenewService {
     credential: string,
     sealed: string,
   ): Promise<{ readonly result: 'unauthorized' | 'invalid' } | RenewOutcome>;
-  /** The renewed session sealed as its share's entry. */
+  /** The renewed session sealed as its share's entry, as the cookie will store it (undefined when it cannot be). */
   seal(session: Session): string | undefined;
 }
 
@@ -150,6 +150,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, service: RenewS
   if (outcome.result === 'invalid') return answer(res, 400, { error: 'the session entry is not valid for this share' });
   if (outcome.result === 'refreshed') {
     const entry = service.seal(outcome.session);
+    // Renewed tokens too large for any cookie: the share pod starts a new login.
+    if (entry === undefined) return answer(res, 200, { result: 'failed', code: 'provider_error' });
     return answer(res, 200, { result: 'refreshed', session: entry });
   }
   return answer(res, 200, { result: outcome.result, ...('code' in outcome ? { code: outcome.code } : {}) });

@@ -250,9 +250,13 @@ export class Authenticator implements RenewService {
     return outcome;
   }
 
-  /** A session sealed as its share's entry (for the answer of a renew call). */
+  /** A session sealed as its share's entry as the cookie will store it (for the answer of a renew call). */
   seal(session: Session): string | undefined {
-    return this.sessions.seal(session);
+    try {
+      return this.sessions.seal(this.sessions.fit(session));
+    } catch {
+      return undefined;
+    }
   }
 
   /** Sends the visitor to the endpoint host's start path with a ticket for this share. */
@@ -408,9 +412,10 @@ export class Authenticator implements RenewService {
     };
     let handOver: string;
     try {
-      // The same bound the cookie has: a session that cannot be stored fails here, not on the share host.
-      this.sessions.write(session, undefined);
-      handOver = this.handOvers.ticket(session, completed.state.bind, completed.state.path);
+      // The session as the cookie will store it (large tokens dropped the same way), so that a
+      // session that fits a cookie fits the hand-over, and one that does not fails here.
+      const stored = this.sessions.fit(session);
+      handOver = this.handOvers.ticket(stored, completed.state.bind, completed.state.path);
     } catch (err) {
       fail(500, 'Login failed', `the session cannot be stored: ${errorText(err)}`, 'session_too_large');
       return;

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { TestClock } from '../test/support/clock.ts';
 import { bindDigest, HandOvers, shareAuthPath } from './handover.ts';
-import type { Session } from './session.ts';
+import { MAX_COOKIE_BYTES } from './cookies.ts';
+import { sessionCookies, type Session } from './session.ts';
 import { installationKeyRing } from './share-keys.ts';
 
 const KEYS = { signingKey: 's'.repeat(32), encryptionKey: 'e'.repeat(24) };
@@ -53,6 +54,34 @@ describe('session hand-over', () => {
     expect(await handOvers.accept(`${ticket}x`, pair(mine.setCookie), ABC)).toEqual(refused('invalid or expired'));
     clock.advance(60_001);
     expect(await handOvers.accept(ticket, pair(mine.setCookie), ABC)).toEqual(refused('invalid or expired'));
+  });
+
+  it('carries every session the cookie can store, whatever the sizes of its tokens', async () => {
+    const keys = installationKeyRing(KEYS);
+    const handOvers = new HandOvers(keys, 'svc-auth-session', true, 60_000);
+    const cookies = sessionCookies(keys, '__Host-svc-auth-session', { secure: true });
+    const path = `/${'p'.repeat(2000)}`;
+    let stored = 0;
+    for (const access of [0, 1000, 3000, 4500, 12_000]) {
+      for (let refresh = 0; refresh <= 3200; refresh += 100) {
+        const tokens = {
+          ...(access ? { accessToken: 'a'.repeat(access) } : {}),
+          ...(refresh ? { refreshToken: 'r'.repeat(refresh) } : {}),
+        };
+        let fitted: Session;
+        try {
+          fitted = cookies.fit({ ...session, id: `sid-${access}-${refresh}`, tokens });
+        } catch {
+          continue;
+        }
+        stored += 1;
+        const binding = handOvers.bind(undefined);
+        const ticket = handOvers.ticket(fitted, binding.digest, path);
+        expect(await handOvers.accept(ticket, pair(binding.setCookie), ABC)).toEqual({ session: fitted, path });
+        expect(cookies.write(fitted, undefined).length).toBeLessThanOrEqual(MAX_COOKIE_BYTES);
+      }
+    }
+    expect(stored).toBeGreaterThan(100);
   });
 
   it('keeps a binding the browser holds (another tab under way), and is host-only without the prefix on HTTP', () => {

@@ -45,6 +45,12 @@ export interface SessionCookies {
    * exceeds the bound.
    */
   write(session: Session, cookieHeader: string | undefined): string;
+  /**
+   * `session` as the cookie stores it: whole when its entry alone fits the bound, else without its
+   * access token (what `write` keeps); throws when even that exceeds the bound. A hand-over or a
+   * renew answer carries this, so whatever fits a cookie also fits them.
+   */
+  fit(session: Session): Session;
   /** One session sealed as its share's entry (undefined when this frontend lacks the share's keys). */
   seal(session: Session): string | undefined;
   /** A sealed entry of this share opened (undefined when forged, expired or for another share). */
@@ -75,20 +81,28 @@ export function sessionCookies(
       maxAgeSeconds: (session.expiresAt - clock.now()) / 1000,
     });
 
-  const write = (session: Session, cookieHeader: string | undefined): string => {
+  /** The session the cookie stores (see `fit`) and its sealed entry. */
+  const fitted = (session: Session): { readonly session: Session; readonly sealed: string } => {
     const sealed = sealOne(session);
     if (!sealed) throw new Error(`this frontend holds no keys for share ${session.share}`);
-    const others = parseParts(cookieValue(cookieHeader, name)).filter((p) => p.token !== session.share);
-    for (let count = others.length; count >= 0; count--) {
-      const cookie = serialize(session, sealed, others.slice(0, count));
-      if (cookie.length <= MAX_COOKIE_BYTES) return cookie;
-    }
+    if (serialize(session, sealed, []).length <= MAX_COOKIE_BYTES) return { session, sealed };
     // Large provider tokens: keep what refresh and revocation need, in that order of importance.
     const { accessToken: _dropped, ...rest } = session.tokens;
-    const smallerSession = { ...session, tokens: rest };
-    const smaller = serialize(smallerSession, sealOne(smallerSession) ?? '', []);
-    if (smaller.length <= MAX_COOKIE_BYTES) return smaller;
-    throw new Error(`session cookie would be ${smaller.length} bytes, above the ${MAX_COOKIE_BYTES}-byte bound`);
+    const smaller: Session = { ...session, tokens: rest };
+    const smallerSealed = sealOne(smaller) ?? '';
+    const length = serialize(smaller, smallerSealed, []).length;
+    if (length <= MAX_COOKIE_BYTES) return { session: smaller, sealed: smallerSealed };
+    throw new Error(`session cookie would be ${length} bytes, above the ${MAX_COOKIE_BYTES}-byte bound`);
+  };
+
+  const write = (session: Session, cookieHeader: string | undefined): string => {
+    const stored = fitted(session);
+    const others = parseParts(cookieValue(cookieHeader, name)).filter((p) => p.token !== session.share);
+    for (let count = others.length; count > 0; count--) {
+      const cookie = serialize(stored.session, stored.sealed, others.slice(0, count));
+      if (cookie.length <= MAX_COOKIE_BYTES) return cookie;
+    }
+    return serialize(stored.session, stored.sealed, []);
   };
 
   // Opened entries by exact text (`<token>~<sealed>`). A sealed value cannot change without failing
@@ -124,6 +138,7 @@ export function sessionCookies(
       return sessions;
     },
     write,
+    fit: (session) => fitted(session).session,
     seal: sealOne,
     open: (share, sealed) => {
       const session = openOne(share, sealed);

@@ -13,6 +13,7 @@ import { suiteFigures } from '../support/figures.ts';
 import { LogCapture, TEST_ENCRYPTION_KEY, TEST_SIGNING_KEY } from '../support/frontend.ts';
 import { cookiesFrom, get, type Reply } from '../support/http.ts';
 import { issuerProvider } from '../support/issuer-login.ts';
+import { authEndpointSection } from '../support/share-pod-login.ts';
 import { testSession } from '../support/session.ts';
 import { startTestIssuer, TEST_CLIENT_SECRET, type TestIssuer } from '../support/test-issuer.ts';
 
@@ -54,18 +55,7 @@ const shareEntry = (share: ShareIdentity, target: URL) => ({
 beforeAll(async () => {
   issuer = await startTestIssuer();
   backends = { alpha: await startEchoBackend(), beta: await startEchoBackend() };
-  const installationSection = {
-    bind_address: '127.0.0.1:0',
-    endpoint_url: `http://auth.${DOMAIN}:1`,
-    cookie_name: 'svc-auth-session',
-    cookie_domain: DOMAIN,
-    session_lifetime: '6h',
-    intermediate_lifetime: '5m',
-    signing_key: TEST_SIGNING_KEY,
-    encryption_key: TEST_ENCRYPTION_KEY,
-    internal_address: '127.0.0.1:0',
-    providers: [issuerProvider(issuer, 'corp')],
-  };
+  const installationSection = authEndpointSection(DOMAIN, [issuerProvider(issuer, 'corp')]);
   const authConfig = parseFrontendConfig({
     oauth: installationSection,
     shares: [shareEntry(ALPHA, backends.alpha.url), shareEntry(BETA, backends.beta.url)],

@@ -63,20 +63,24 @@ export interface TestFrontendDoc {
 export function testFrontendConfig(doc: TestFrontendDoc): FrontendConfig {
   const domain = doc.domain ?? 'svc.localhost';
   return parseFrontendConfig({
-    oauth: {
-      bind_address: '127.0.0.1:0',
-      endpoint_url: `http://auth.${domain}:1`,
-      cookie_name: 'svc-auth-session',
-      cookie_domain: domain,
-      session_lifetime: '6h',
-      intermediate_lifetime: '5m',
-      signing_key: TEST_SIGNING_KEY,
-      encryption_key: TEST_ENCRYPTION_KEY,
-      providers: doc.providers,
-      ...doc.oauth,
-    },
+    oauth: { ...testOAuthSection(domain, doc.providers), ...doc.oauth },
     shares: doc.shares,
   });
+}
+
+/** An `oauth:` section as a user writes it: the test keys, shares under `domain`, listening on 127.0.0.1:0. */
+export function testOAuthSection(domain: string, providers: Record<string, unknown>[]): Record<string, unknown> {
+  return {
+    bind_address: '127.0.0.1:0',
+    endpoint_url: `http://auth.${domain}:1`,
+    cookie_name: 'svc-auth-session',
+    cookie_domain: domain,
+    session_lifetime: '6h',
+    intermediate_lifetime: '5m',
+    signing_key: TEST_SIGNING_KEY,
+    encryption_key: TEST_ENCRYPTION_KEY,
+    providers,
+  };
 }
 
 /** Starts a real frontend on 127.0.0.1:0 from `testFrontendConfig(doc)`. */

@@ -22,6 +22,8 @@ export interface IssuerBehaviour {
   revocation: (hint: string) => number;
   /** Paths on which the server drops the connection without answering (a provider gone mid-way). */
   hangUp: readonly string[];
+  /** The access and refresh tokens the token endpoint issues (a login and a refresh alike). */
+  tokens: (sign: (claims: JWTPayload) => Promise<string>) => Promise<{ access: string; refresh: string }>;
 }
 
 export interface TestIssuer {
@@ -50,6 +52,7 @@ export const normalBehaviour = (): IssuerBehaviour => ({
   userInfo: (base) => base,
   revocation: () => 200,
   hangUp: [],
+  tokens: () => Promise.resolve({ access: 'access-token-secret', refresh: 'refresh-token-secret' }),
 });
 
 function readBody(req: IncomingMessage): Promise<string> {
@@ -162,9 +165,10 @@ export async function startTestIssuer(): Promise<TestIssuer> {
         email_verified: true,
       });
       const idToken = behaviour.idToken ? await behaviour.idToken(claims) : await sign(claims);
+      const tokens = await behaviour.tokens((payload) => sign(payload));
       return json(res, 200, {
-        access_token: 'access-token-secret',
-        refresh_token: 'refresh-token-secret',
+        access_token: tokens.access,
+        refresh_token: tokens.refresh,
         token_type: behaviour.tokenType,
         ...(idToken === undefined ? {} : { id_token: idToken }),
       });
