@@ -6,7 +6,7 @@ import type { Logger } from '../lib/logger.ts';
 import { createServer } from '../lib/node-http.ts';
 import { outboundRequest } from '../lib/outbound-http.ts';
 import type { ShareRoute } from '../lib/share/spec.ts';
-import type { ProviderFailure } from './providers/types.ts';
+import { ProviderError, unreachable, type ProviderFailure } from './providers/types.ts';
 import type { Session, SessionCookies } from './session.ts';
 
 /** What a re-check of a session came to. */
@@ -19,11 +19,16 @@ export type RenewOutcome =
   /** The provider (or the auth endpoint) could not answer; a new login. */
   | { readonly result: 'failed'; readonly code: ProviderFailure };
 
-/** The path of the internal renew call on the auth endpoint's internal port. */
+/** What a share pod's revoke call came to: the provider revoked the tokens (or did so before), or not. */
+export type RevokeOutcome =
+  { readonly result: 'revoked' } | { readonly result: 'failed'; readonly code: ProviderFailure };
+
+/** The paths of the internal calls on the auth endpoint's internal port. */
 export const RENEW_PATH = '/internal/v1/renew';
+export const REVOKE_PATH = '/internal/v1/revoke';
 /** Headers of the internal call: which share asks, and its credential (lib/share-keys.ts). */
 export const SHARE_HEADER = 'svc-share';
-/** A renew request is one sealed session entry (a cookie is at most 4000 bytes) in JSON. */
+/** A renew or revoke request is one sealed session entry (a cookie is at most 4000 bytes) in JSON. */
 const MAX_BODY_BYTES = 8192;
 const REMOTE_TIMEOUT_MS = 15_000;
 
@@ -41,21 +46,9 @@ export function remoteRenewer(
     const sealed = sessions.seal(session);
     if (!sealed) return { result: 'failed', code: 'provider_error' };
     let status: number;
-    let answer: { result?: unknown; session?: unknown; code?: unknown } | undefined;
+    let answer: Answer | undefined;
     try {
-      const response = await outboundRequest(url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          authorization: `Bearer ${service.credential}`,
-          [SHARE_HEADER]: share.token,
-        },
-        body: JSON.stringify({ session: sealed }),
-        timeoutMs: REMOTE_TIMEOUT_MS,
-        maxBodyBytes: MAX_BODY_BYTES,
-      });
-      status = response.status;
-      answer = JSON.parse(response.body.toString('utf8')) as typeof answer;
+      ({ status, answer } = await postEntry(url, service, share.token, sealed));
     } catch {
       return { result: 'failed', code: 'provider_unreachable' };
     }
@@ -74,11 +67,76 @@ export function remoteRenewer(
   };
 }
 
+/**
+ * A share pod's way to revoke a session's tokens at logout: it holds no client secret, so it sends
+ * the session entry (sealed under its share's keys) to the auth endpoint's internal port with its
+ * credential, as for a renewal. Throws a ProviderError (never naming a token) when the tokens were
+ * not revoked, so that logout logs it and clears the cookie anyway.
+ */
+export function remoteRevoker(
+  service: AuthServiceConfig,
+  sessions: Pick<SessionCookies, 'seal'>,
+): (session: Session) => Promise<void> {
+  const url = new URL(REVOKE_PATH, service.url);
+  return async (session) => {
+    const sealed = sessions.seal(session);
+    if (!sealed) throw new ProviderError(session.provider, 'revocation: this share pod holds no keys for the session');
+    let reply: { status: number; answer: Answer | undefined };
+    try {
+      reply = await postEntry(url, service, session.share, sealed);
+    } catch (err) {
+      throw unreachable(session.provider, `revocation: the auth endpoint cannot be reached: ${errorText(err)}`, err);
+    }
+    if (reply.status === 200 && reply.answer?.result === 'revoked') return;
+    const code = isFailure(reply.answer?.code) ? reply.answer.code : 'provider_error';
+    throw new ProviderError(
+      session.provider,
+      `revocation through the auth endpoint failed (HTTP ${reply.status}, ${code})`,
+      undefined,
+      code,
+    );
+  };
+}
+
+/** The JSON answer of an internal call. */
+interface Answer {
+  readonly result?: unknown;
+  readonly session?: unknown;
+  readonly code?: unknown;
+}
+
+/** One internal call: `{session: <entry>}` posted for share `token` with its credential. Throws when unreachable. */
+async function postEntry(
+  url: URL,
+  service: AuthServiceConfig,
+  token: string,
+  sealed: string,
+): Promise<{ status: number; answer: Answer | undefined }> {
+  const response = await outboundRequest(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${service.credential}`,
+      [SHARE_HEADER]: token,
+    },
+    body: JSON.stringify({ session: sealed }),
+    timeoutMs: REMOTE_TIMEOUT_MS,
+    maxBodyBytes: MAX_BODY_BYTES,
+  });
+  let answer: Answer | undefined;
+  try {
+    answer = JSON.parse(response.body.toString('utf8')) as Answer;
+  } catch {
+    answer = undefined;
+  }
+  return { status: response.status, answer };
+}
+
 function isFailure(value: unknown): value is ProviderFailure {
   return value === 'provider_error' || value === 'invalid_token' || value === 'provider_unreachable';
 }
 
-/** What the internal endpoint asks of the auth endpoint's Authenticator. */
+/** What the internal endpoint asks of the auth endpoint's Authenticator: renewals and revocations for share pods. */
 export interface RenewService {
   /**
    * Renews the sealed session entry of share `token` for a caller that presented `credential`;
@@ -92,6 +150,16 @@ export interface RenewService {
   ): Promise<{ readonly result: 'unauthorized' | 'invalid' } | RenewOutcome>;
   /** The renewed session sealed as its share's entry, as the cookie will store it (undefined when it cannot be). */
   seal(session: Session): string | undefined;
+  /**
+   * Revokes at the provider the tokens of the sealed session entry of share `token` (a logout at
+   * that share's pod), for a caller that presented `credential`; `unauthorized` and `invalid` as
+   * for renewFor. Idempotent: a session already logged out here is answered `revoked`.
+   */
+  revokeFor(
+    token: string,
+    credential: string,
+    sealed: string,
+  ): Promise<{ readonly result: 'unauthorized' | 'invalid' } | RevokeOutcome>;
 }
 
 export interface InternalEndpoint {
@@ -101,7 +169,8 @@ export interface InternalEndpoint {
 
 /**
  * The auth endpoint's internal listener (its own port and ClusterIP Service, never behind the
- * public Ingress): `POST /internal/v1/renew` from share pods. Each call names its share
+ * public Ingress): `POST /internal/v1/renew` and `POST /internal/v1/revoke` from share pods, each
+ * with one session entry of the share as its body. Each call names its share
  * (`svc-share`) and carries that share's credential (`authorization: Bearer`), compared in
  * constant time with the one derived from the installation key; the body is bounded.
  */
@@ -125,7 +194,7 @@ export async function startInternalEndpoint(
 
 async function handle(req: IncomingMessage, res: ServerResponse, service: RenewService, log: Logger): Promise<void> {
   const path = (req.url ?? '').split('?')[0];
-  if (path !== RENEW_PATH) return answer(res, 404, { error: 'not found' });
+  if (path !== RENEW_PATH && path !== REVOKE_PATH) return answer(res, 404, { error: 'not found' });
   if (req.method !== 'POST') return answer(res, 405, { error: 'method not allowed' }, { allow: 'POST' });
   const declared = Number(req.headers['content-length'] ?? 0);
   if (!Number.isFinite(declared) || declared > MAX_BODY_BYTES) return answer(res, 413, { error: 'body too large' });
@@ -142,9 +211,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, service: RenewS
   }
   if (typeof token !== 'string' || !credential) return answer(res, 401, { error: 'unauthorized' });
   if (typeof sealed !== 'string') return answer(res, 400, { error: 'the body must be {"session": "<entry>"}' });
-  const outcome = await service.renewFor(token, credential, sealed);
+  const outcome =
+    path === REVOKE_PATH
+      ? await service.revokeFor(token, credential, sealed)
+      : await service.renewFor(token, credential, sealed);
   if (outcome.result === 'unauthorized') {
-    log.warn({ share: token }, 'internal endpoint: credential refused');
+    log.warn({ share: token, call: path }, 'internal endpoint: credential refused');
     return answer(res, 401, { error: 'unauthorized' });
   }
   if (outcome.result === 'invalid') return answer(res, 400, { error: 'the session entry is not valid for this share' });

@@ -10,9 +10,15 @@ import { LoginStates } from './login-state.ts';
 import type { FrontendMetrics } from './metrics.ts';
 import { redirect, sendPage } from './pages.ts';
 import { createProviders } from './providers/index.ts';
-import { failureOf, ProviderError, type Provider } from './providers/types.ts';
+import { failureOf, ProviderError, type Provider, type ProviderFailure } from './providers/types.ts';
 import { allowedRedirect, shareUrl } from './redirects.ts';
-import { remoteRenewer, type RenewOutcome, type RenewService } from './auth-service.ts';
+import {
+  remoteRenewer,
+  remoteRevoker,
+  type RenewOutcome,
+  type RenewService,
+  type RevokeOutcome,
+} from './auth-service.ts';
 import { credentialMatches, deriveShareCredential } from '../lib/share-keys.ts';
 import { installationKeyRing, shareKeyRing, type KeyRing } from './share-keys.ts';
 import { localSharedState, type SharedState } from './shared-state.ts';
@@ -62,6 +68,8 @@ export class Authenticator implements RenewService {
   private readonly keys: KeyRing;
   /** How a due session is renewed: here with the provider, or by the auth endpoint (share pod). */
   private readonly renewer: (session: Session, share: ShareRoute) => Promise<RenewOutcome>;
+  /** How a session's tokens are revoked at logout: here with the provider, or by the auth endpoint (share pod). */
+  private readonly revoker: (provider: Provider, session: Session) => Promise<void>;
 
   constructor(
     config: OAuthConfig,
@@ -92,6 +100,8 @@ export class Authenticator implements RenewService {
     this.renewer = config.authService
       ? remoteRenewer(config.authService, this.sessions)
       : (session, share) => this.renewHere(session, share);
+    const remoteRevoke = config.authService ? remoteRevoker(config.authService, this.sessions) : undefined;
+    this.revoker = (provider, session) => (remoteRevoke ? remoteRevoke(session) : provider.revoke(session.tokens));
     // The login cookie is the endpoint host's own: host-only, never for the cookie domain.
     this.logins = new LoginStates(
       this.keys,
@@ -222,24 +232,20 @@ export class Authenticator implements RenewService {
   }
 
   /**
-   * A share pod's renew call (sidecar/auth-service.ts): the credential must be the one derived for
-   * the share the token names now, and the entry must open as a session of that share and its
-   * provider. Only a frontend with the installation's keys answers.
+   * A share pod's renew call (sidecar/auth-service.ts), for the share's credential and a session of
+   * that share (sharePodCall).
    */
   async renewFor(
     token: string,
     credential: string,
     sealed: string,
   ): Promise<{ readonly result: 'unauthorized' | 'invalid' } | RenewOutcome> {
-    const installation = this.keys.installation;
-    const share = this.shares().lookup(token);
-    if (!installation || !share?.oauth) return { result: 'unauthorized' };
-    if (!credentialMatches(credential, deriveShareCredential(installation, share))) return { result: 'unauthorized' };
-    const session = this.sessions.open(share, sealed);
-    if (!session || !madeFor(session, share, share.oauth.provider)) return { result: 'invalid' };
+    const call = this.sharePodCall(token, credential, sealed);
+    if ('result' in call) return call;
+    const { share, session } = call;
     const outcome = await this.renewHere(session, share);
     if (outcome.result === 'ended') this.shared.logOut(session.id, session.expiresAt);
-    const provider = share.oauth.provider;
+    const provider = session.provider;
     if (outcome.result === 'refreshed' || outcome.result === 'refused')
       this.metrics.refreshes.inc({ provider, result: outcome.result });
     else {
@@ -248,6 +254,51 @@ export class Authenticator implements RenewService {
     }
     this.log.info({ provider, share: token, result: outcome.result }, 'share pod session renewal');
     return outcome;
+  }
+
+  /**
+   * A share pod's revoke call at logout (sidecar/auth-service.ts), authenticated as renewFor is.
+   * The session is logged out here first (its renewals refused from then on); a session logged out
+   * before is answered `revoked` without asking the provider again.
+   */
+  async revokeFor(
+    token: string,
+    credential: string,
+    sealed: string,
+  ): Promise<{ readonly result: 'unauthorized' | 'invalid' } | RevokeOutcome> {
+    const call = this.sharePodCall(token, credential, sealed);
+    if ('result' in call) return call;
+    const { session } = call;
+    const provider = this.providers.get(session.provider);
+    if (!provider) return { result: 'failed', code: 'provider_error' };
+    if (this.shared.loggedOutUntil(session.id) !== undefined) return { result: 'revoked' };
+    this.shared.logOut(session.id, session.expiresAt);
+    try {
+      await provider.revoke(session.tokens);
+      this.log.info({ provider: provider.name, share: token }, 'share pod logout: token revoked');
+      return { result: 'revoked' };
+    } catch (err) {
+      return { result: 'failed', code: this.revocationFailed(provider, err, 'share pod logout: revocation failed') };
+    }
+  }
+
+  /**
+   * The share and session of a share pod's internal call: the credential must be the one derived for
+   * the share the token names now, and the entry must open as a session of that share and its
+   * provider. Only a frontend with the installation's keys answers.
+   */
+  private sharePodCall(
+    token: string,
+    credential: string,
+    sealed: string,
+  ): { readonly share: ShareRoute; readonly session: Session } | { readonly result: 'unauthorized' | 'invalid' } {
+    const installation = this.keys.installation;
+    const share = this.shares().lookup(token);
+    if (!installation || !share?.oauth) return { result: 'unauthorized' };
+    if (!credentialMatches(credential, deriveShareCredential(installation, share))) return { result: 'unauthorized' };
+    const session = this.sessions.open(share, sealed);
+    if (!session || !madeFor(session, share, share.oauth.provider)) return { result: 'invalid' };
+    return { share, session };
   }
 
   /** A session sealed as its share's entry as the cookie will store it (for the answer of a renew call). */
@@ -445,16 +496,10 @@ export class Authenticator implements RenewService {
     for (const session of jar) if (mine.length > 0) this.shared.logOut(session.id, session.expiresAt);
     for (const session of mine) {
       try {
-        await provider.revoke(session.tokens);
+        await this.revoker(provider, session);
         this.log.info({ provider: provider.name, share: session.share }, 'logout: token revoked');
       } catch (err) {
-        for (const failure of err instanceof AggregateError ? (err.errors as unknown[]) : [err]) {
-          this.metrics.providerFailure(provider.name, 'logout', failureOf(failure));
-          this.log.warn(
-            { provider: provider.name, code: failureOf(failure), err: errorText(failure) },
-            'logout: revocation failed; local session cleared anyway',
-          );
-        }
+        this.revocationFailed(provider, err, 'logout: revocation failed; local session cleared anyway');
       }
     }
     const requested = url.searchParams.get('redirect_url');
@@ -474,6 +519,19 @@ export class Authenticator implements RenewService {
       return;
     }
     redirect(res, target, headers);
+  }
+
+  /**
+   * Counts and logs each failure of a revocation (one per token when both failed), by code and
+   * message, never a token; the first failure's code.
+   */
+  private revocationFailed(provider: Provider, err: unknown, message: string): ProviderFailure {
+    const failures = err instanceof AggregateError ? (err.errors as unknown[]) : [err];
+    for (const failure of failures) {
+      this.metrics.providerFailure(provider.name, 'logout', failureOf(failure));
+      this.log.warn({ provider: provider.name, code: failureOf(failure), err: errorText(failure) }, message);
+    }
+    return failureOf(failures[0]);
   }
 
   /**

@@ -30,7 +30,10 @@ export interface TestIssuer {
   readonly issuer: string;
   behaviour: IssuerBehaviour;
   readonly requests: { jwks: number; token: number };
-  /** Each revocation request, in order: the token type hint and the token. */
+  /**
+   * Each revocation request of the authenticated client, in order: the token type hint and the
+   * token. A request without the client's credentials (RFC 7009 §2.1) is refused (401) and not listed.
+   */
   readonly revocations: { hint: string; token: string }[];
   /** An RS256 JWT signed by the issuer's key (`kid` k1), or by a key outside its key set. */
   sign(claims: JWTPayload, key?: 'issuer' | 'other', kid?: string): Promise<string>;
@@ -62,6 +65,18 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
+}
+
+/** Whether a request carries this client's id and secret, as HTTP Basic (form-encoded) or in the form. */
+function clientAuthenticated(req: IncomingMessage, form: URLSearchParams): boolean {
+  const basic = /^Basic\s+(\S+)$/i.exec(req.headers.authorization ?? '');
+  const [id, secret] = basic
+    ? Buffer.from(basic[1] ?? '', 'base64')
+        .toString('utf8')
+        .split(':')
+        .map((v) => decodeURIComponent(v.replace(/\+/g, ' ')))
+    : [form.get('client_id'), form.get('client_secret')];
+  return id === TEST_CLIENT_ID && secret === TEST_CLIENT_SECRET;
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {
@@ -146,6 +161,7 @@ export async function startTestIssuer(): Promise<TestIssuer> {
     }
     if (path === '/revoke') {
       const form = new URLSearchParams(await readBody(req));
+      if (!clientAuthenticated(req, form)) return json(res, 401, { error: 'invalid_client' });
       const hint = form.get('token_type_hint') ?? '';
       revocations.push({ hint, token: form.get('token') ?? '' });
       const status = behaviour.revocation(hint);
