@@ -41,6 +41,8 @@ let issuer: TestIssuer;
 let backend: EchoBackend;
 let auth: FrontendProcess;
 let pod: FrontendProcess;
+/** A second pod of share alpha whose auth endpoint URL leads nowhere (a closed port). */
+let cutOff: FrontendProcess;
 let internalPort = 0;
 let shape: SharePodShape;
 let sections: Record<'alpha' | 'beta', Record<string, unknown>>;
@@ -66,12 +68,14 @@ beforeAll(async () => {
     beta: sharePodOAuthSection(installation, KEYS, BETA, internalUrl),
   };
   pod = await spawnFrontend(file('alpha', { oauth: sections.alpha, shares: [shareEntry(ALPHA)] }));
+  const nowhere = sharePodOAuthSection(installation, KEYS, ALPHA, 'http://127.0.0.1:9');
+  cutOff = await spawnFrontend(file('alpha-cut-off', { oauth: nowhere, shares: [shareEntry(ALPHA)] }));
   shape = { podPort: pod.port, authPort: auth.port, shareHost: `alpha.${DOMAIN}:8080`, provider: 'corp' };
 }, 30_000);
 
 afterAll(async () => {
   figures.write();
-  for (const child of [pod?.child, auth?.child]) child?.kill('SIGTERM');
+  for (const child of [pod?.child, cutOff?.child, auth?.child]) child?.kill('SIGTERM');
   await Promise.all([issuer?.close(), backend?.close()]);
 });
 
@@ -140,6 +144,22 @@ describe('logout at a share pod', () => {
       injections: 2,
       outcome:
         'the cookie cleared and the session refused at the pod; the failure logged at the pod and the auth endpoint by code, no token',
+      lost: 0,
+    });
+  });
+
+  it('clears the cookie when the auth endpoint cannot be reached, and logs why', async () => {
+    const { cookie } = await loginAtSharePod({ ...shape, podPort: cutOff.port }, issuer);
+    expect(sessionPair(cookie)).toMatch(/^svc-auth-session=alpha~/);
+    const out = await get(cutOff.port, shape.shareHost, '/corp/logout', { headers: { cookie: sessionPair(cookie) } });
+    expect(out.status).toBe(302);
+    expect(out.headers['set-cookie']).toContainEqual(expect.stringMatching(/^svc-auth-session=; .*Max-Age=0/));
+    expect(issuer.revocations).toEqual([]);
+    expect(cutOff.stderr()).toMatch(/"code":"provider_unreachable"[^\n]*the auth endpoint cannot be reached/);
+    figures.fault({
+      fault: 'Auth endpoint unreachable from a share pod at logout (connection refused)',
+      injections: 1,
+      outcome: 'the cookie cleared; the failure logged at the pod as provider_unreachable, no token',
       lost: 0,
     });
   });
