@@ -49,9 +49,10 @@ function isDue(session: Session, oauth: NonNullable<ShareRoute['oauth']>, now: n
  * sessions live in sealed cookies, so any replica with the same keys can serve any request.
  *
  * With the installation's keys (the auth endpoint, `svc serve`) it derives every share's keys and
- * does everything itself; it also answers share pods' renew calls (RenewService). In a share pod
- * (`oauth.auth_service`) it holds its share's keys only and no client secret: it starts logins and
- * checks sessions, and asks the auth endpoint to renew a session at its re-check.
+ * does everything itself; it also answers share pods' renew and revoke calls (RenewService). In a
+ * share pod (`oauth.auth_service`) it holds its share's keys only and no client secret: it starts
+ * logins and checks sessions, and asks the auth endpoint to renew a session at its re-check and to
+ * revoke its tokens at logout.
  */
 export class Authenticator implements RenewService {
   readonly providers: Map<string, Provider>;
