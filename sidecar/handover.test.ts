@@ -4,6 +4,7 @@ import { bindDigest, HandOvers, shareAuthPath } from './handover.ts';
 import { MAX_COOKIE_BYTES } from './cookies.ts';
 import { sessionCookies, type Session } from './session.ts';
 import { installationKeyRing } from './share-keys.ts';
+import { MAX_RETURN_PATH } from './login-state.ts';
 
 const KEYS = { signingKey: 's'.repeat(32), encryptionKey: 'e'.repeat(24) };
 const ABC = { token: 'abc', instance: 'abc-1' };
@@ -60,7 +61,7 @@ describe('session hand-over', () => {
     const keys = installationKeyRing(KEYS);
     const handOvers = new HandOvers(keys, 'svc-auth-session', true, 60_000);
     const cookies = sessionCookies(keys, '__Host-svc-auth-session', { secure: true });
-    const path = `/${'p'.repeat(2000)}`;
+    const path = `/${'p'.repeat(MAX_RETURN_PATH - 1)}`;
     let stored = 0;
     for (const access of [0, 1000, 3000, 4500, 12_000]) {
       for (let refresh = 0; refresh <= 3200; refresh += 100) {

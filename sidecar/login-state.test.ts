@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TestClock } from '../test/support/clock.ts';
-import { LoginStates, type StartedLogin } from './login-state.ts';
+import { LoginStates, MAX_RETURN_PATH, type StartedLogin } from './login-state.ts';
 import { installationKeyRing } from './share-keys.ts';
 
 const KEYS = { signingKey: 's'.repeat(32), encryptionKey: 'e'.repeat(24) };
@@ -17,6 +17,21 @@ function begin(states: LoginStates, path: string, cookie?: string): StartedLogin
 }
 
 describe('login state', () => {
+  it('returns to the share root from a path too long to carry through the login', async () => {
+    const states = new LoginStates(sealer, 'svc-auth-session', 60_000, { secure: true });
+    const longest = `/${'a'.repeat(MAX_RETURN_PATH - 1)}`;
+    const cases: [string, string][] = [
+      [longest, longest],
+      [`${longest}b`, '/'],
+      [`/${'x'.repeat(20_000)}`, '/'],
+    ];
+    for (const [path, back] of cases) {
+      const login = begin(states, path);
+      const done = await states.complete('corp', login.state, cookieOf(login.setCookie), shareOf);
+      expect(typeof done === 'string' ? done : done.state.path).toBe(back);
+    }
+  });
+
   it('completes once and refuses the replay', async () => {
     const states = new LoginStates(sealer, 'svc-auth-session', 60_000, { secure: true });
     const login = begin(states, '/x?y=1');

@@ -38,6 +38,12 @@ interface StartTicket {
 
 /** A ticket is followed at once (a redirect); it is good for a minute at most. */
 const TICKET_LIFETIME_MS = 60_000;
+/**
+ * The longest return path a login carries; a longer one returns to the share's root. The path
+ * travels in the start ticket, the state and the hand-over ticket, which must stay within what a
+ * sealed value may be (8192 characters) next to a session at the cookie's size limit.
+ */
+export const MAX_RETURN_PATH = 2048;
 
 /** Logins kept under way per browser; a further one drops the oldest (its tab must start again). */
 const MAX_PENDING_LOGINS = 5;
@@ -113,7 +119,8 @@ export class LoginStates {
   ticket(provider: string, share: ShareIdentity, path: string, bind = ''): string {
     const sealer = this.keys.sealerFor(share);
     if (!sealer) throw new Error(`this frontend holds no keys for share ${share.token}`);
-    const ticket: StartTicket = { provider, share: share.token, instance: share.instance, path, bind };
+    const kept = path.length <= MAX_RETURN_PATH ? path : '/';
+    const ticket: StartTicket = { provider, share: share.token, instance: share.instance, path: kept, bind };
     const expires = this.clock.now() + Math.min(this.lifetimeMs, TICKET_LIFETIME_MS);
     return partText({ token: share.token, sealed: sealer.seal('start', ticket, expires) });
   }
