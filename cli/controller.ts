@@ -41,7 +41,8 @@ export function registerControllerCommands(program: Command): void {
           return runInstallation({ config: opts.config, ...opts });
         }
         const { runController } = await import('../controller/main.ts');
-        await runController(opts);
+        const { consoleSealer } = await import('../serve/console-sign-in.ts');
+        await runController({ ...opts, consoleSealer: consoleSealer(undefined) });
       },
     );
   registerAdminCommands(program);

@@ -6,6 +6,7 @@ import { readBaseUrl, readDomain } from '../lib/config/frontend-section.ts';
 import { problemText } from '../lib/errors.ts';
 import type { ListenAddress } from '../lib/listen.ts';
 import { loadIdentity, type ControllerIdentity } from '../lib/remoting/identity.ts';
+import { readConsoleConfig, type ConsoleConfig } from './console/config.ts';
 
 /** The `controller` section: where the REST API listens. */
 export interface ControllerSettings {
@@ -31,6 +32,8 @@ export interface ControllerConfigFile {
   readonly store: StoreChoice;
   /** The `public_frontend` section: frontend replicas in their own processes serve tunnelled shares. */
   readonly publicFrontend?: PublicFrontendConfig;
+  /** The `console` section (defaults when absent): the web console on the API host. */
+  readonly console: ConsoleConfig;
 }
 
 /**
@@ -152,7 +155,7 @@ function podNamespace(): string | undefined {
   }
 }
 
-const TOP_KEYS = ['data_dir', 'controller', 'agent_controller', 'public_frontend'];
+const TOP_KEYS = ['data_dir', 'controller', 'agent_controller', 'public_frontend', 'console'];
 const PUBLIC_FRONTEND_KEYS = ['domain', 'endpoint_url', 'credential_file', 'providers', 'token_quarantine'];
 
 /** The `public_frontend` section, every problem recorded in `r`; a relative credential_file is relative to the config. */
@@ -188,11 +191,13 @@ export function loadControllerConfig(path: string | undefined, flags: Controller
   const store = readStoreFlags(r, flags);
   const publicFrontend =
     top.public_frontend !== undefined ? readPublicFrontend(r, top.public_frontend, path) : undefined;
+  const consoleConfig = readConsoleConfig(r, top.console);
   r.finish(path ?? 'the svc controller flags');
   return {
     ...(dataDir ? { dataDir } : {}),
     ...sections,
     store: store as StoreChoice,
     ...(publicFrontend ? { publicFrontend } : {}),
+    console: consoleConfig,
   };
 }

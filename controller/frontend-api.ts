@@ -5,10 +5,14 @@ import {
   FRONTEND_API_PREFIX,
   FRONTEND_AUTHENTICATE_PATH,
   FRONTEND_REGISTRY_PATH,
+  FRONTEND_REPORT_PATH,
   FRONTEND_TOKEN_HEADER,
+  MAX_REPORT_BYTES,
   REGISTRY_POLL_MS,
+  type ReplicaReport,
 } from '../lib/tunnel/frontend-api.ts';
 import { apiError } from './errors.ts';
+import type { ReplicaReports } from './replica-reports.ts';
 import type { ShareRegistry } from './share-registry.ts';
 
 export interface FrontendApiOptions {
@@ -16,6 +20,8 @@ export interface FrontendApiOptions {
   /** The frontend replicas' shared credential (`public_frontend.credential_file`). */
   readonly credential: string;
   readonly logger: Logger;
+  /** Where the replicas' reports go (presence and traffic for the console). */
+  readonly reports: ReplicaReports;
   /** How long an unchanged registry poll is held (tests shorten it). */
   readonly pollMs?: number;
 }
@@ -24,10 +30,14 @@ export interface FrontendApiOptions {
 export const FRONTEND_OPERATIONS = {
   [FRONTEND_REGISTRY_PATH.slice('/api/v1'.length)]: 'GET',
   [FRONTEND_AUTHENTICATE_PATH.slice('/api/v1'.length)]: 'POST',
+  [FRONTEND_REPORT_PATH.slice('/api/v1'.length)]: 'POST',
 } as const;
 
-/** What the API server hands a frontend request: a parsed body for POST, checked against openapi.yaml. */
-export type ReadBody = () => Promise<Record<string, unknown>>;
+/**
+ * What the API server hands a frontend request: a parsed body for POST, checked against openapi.yaml;
+ * `maxBytes` in place of the API's body limit.
+ */
+export type ReadBody = (maxBytes?: number) => Promise<Record<string, unknown>>;
 
 /** True for paths of the frontend API (`/api/v1/frontend/...`). */
 export function isFrontendPath(path: string): boolean {
@@ -64,10 +74,25 @@ export class FrontendApi {
     }
     this.checkCredential(req, path);
     if (expected === 'GET') return this.registry(req, res);
+    if (path === FRONTEND_REPORT_PATH)
+      return this.report((await readBody(MAX_REPORT_BYTES)) as unknown as ReplicaReport);
     const body = await readBody();
     const identity = await this.options.registry.authenticate(String(body.environmentToken));
     if (!identity) throw apiError('environment_not_found', 'the environment token is not valid');
-    return identity;
+    return { ...identity, ticket: this.options.reports.ticket(identity.envZId) };
+  }
+
+  /** A replica's report: applied whole or refused whole (nothing changes on a refusal). */
+  private report(report: ReplicaReport): unknown {
+    try {
+      return this.options.reports.apply(report);
+    } catch (err) {
+      this.options.logger.warn(
+        { replica: report.replica, environments: report.environments.length, err: (err as Error).message },
+        'frontend report refused',
+      );
+      throw err;
+    }
   }
 
   private checkCredential(req: IncomingMessage, path: string): void {

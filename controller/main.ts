@@ -15,6 +15,7 @@ import {
 import { ControllerFileStore } from './file-store.ts';
 import { StoreLiveness } from './liveness.ts';
 import { FrontendApi } from './frontend-api.ts';
+import { ReplicaReports } from './replica-reports.ts';
 import { publicFrontendTunnel } from './public-frontend.ts';
 import { openApi } from './openapi.ts';
 import { RemotingHub } from './remoting-hub.ts';
@@ -22,6 +23,7 @@ import { API_PREFIX, createApiServer } from './server.ts';
 import type { ControllerStore } from './store.ts';
 import type { ShareRegistry } from './share-registry.ts';
 import { createConsole, type ConsoleOptions } from './console/console.ts';
+import type { ConsoleSealer } from './console/session.ts';
 import type { ConsoleSources } from './console/views.ts';
 import { tunnelOperations, type TunnelOffer } from './tunnel-api.ts';
 
@@ -77,10 +79,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     ? new RemotingHub({ store, identity: options.agentController.identity, logger, timeoutMs: settings.agentTimeoutMs })
     : undefined;
   const { tunnel } = options;
-  const frontendApi =
-    tunnel?.frontendCredential !== undefined
-      ? new FrontendApi({ registry: tunnel.registry, credential: tunnel.frontendCredential, logger })
-      : undefined;
+  const { frontendApi, reports } = frontendParts(tunnel, logger);
   const apiOperations = operations({
     store,
     logger,
@@ -97,6 +96,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
           operations: apiOperations,
           ...(hub ? { hub } : {}),
           ...(tunnel ? { registry: tunnel.registry } : {}),
+          ...(reports
+            ? { traffic: reports.traffic, presence: reports, replicas: () => Promise.resolve(reports.reporting()) }
+            : {}),
         },
         openapi,
         logger,
@@ -140,6 +142,23 @@ export async function startController(options: ControllerOptions): Promise<Runni
   };
 }
 
+/**
+ * With the replicas' credential: the frontend API and the replicas' reports it collects (presence
+ * and traffic for the console).
+ */
+function frontendParts(
+  tunnel: ControllerOptions['tunnel'],
+  logger: Logger,
+): { frontendApi?: FrontendApi; reports?: ReplicaReports } {
+  if (tunnel?.frontendCredential === undefined) return {};
+  const { registry } = tunnel;
+  const reports = new ReplicaReports({ shares: (token) => registry.lookup(token) });
+  return {
+    reports,
+    frontendApi: new FrontendApi({ registry, credential: tunnel.frontendCredential, logger, reports }),
+  };
+}
+
 /** The console over the controller's parts; its origin is `console.public_url` when set. */
 function consoleOf(
   given: ControllerConsole,
@@ -173,6 +192,8 @@ export async function runController(options: {
   listen?: string;
   store?: string;
   namespace?: string;
+  /** Seals the console's cookies (cli: the frontend's sealer under per-start keys). */
+  consoleSealer: ConsoleSealer;
 }): Promise<void> {
   const stopped = untilSignal();
   const logger = createLogger('svc-controller');
@@ -188,6 +209,7 @@ export async function runController(options: {
     store,
     logger,
     ...(publicFrontend ? { tunnel: await publicFrontendTunnel(store, publicFrontend, logger) } : {}),
+    console: { config: config.console, sealer: options.consoleSealer },
   });
   const where =
     config.store.kind === 'kubernetes'
@@ -197,7 +219,7 @@ export async function runController(options: {
     ? `  frontend:  ${publicFrontend.endpointUrl.origin} (public_frontend; shares at <token>.${publicFrontend.domain})\n`
     : '';
   process.stdout.write(
-    `svc controller is ready\n  api:       ${running.apiUrl}\n${running.agentsLine}\n  openapi:   ${running.apiUrl}/openapi.json\n${where}\n${frontend}`,
+    `svc controller is ready\n  api:       ${running.apiUrl}\n${running.agentsLine}\n  openapi:   ${running.apiUrl}/openapi.json\n  console:   ${new URL('/console', config.console.publicUrl ?? running.apiUrl).href}\n${where}\n${frontend}`,
   );
   await stopped;
   await running.close();

@@ -132,11 +132,11 @@ async function serveFrontendApi(
   if (!options.frontendApi) {
     throw apiError('tunnel_not_offered', 'this controller runs without a public_frontend section: no frontend API');
   }
-  const readFrontendBody = async () => {
+  const readFrontendBody = async (maxBytes?: number) => {
     if (!isApiMediaType(req.headers['content-type'])) {
       throw apiError('unsupported_media_type', `Content-Type must be ${MEDIA_TYPE}`);
     }
-    return readRequest(options, req, res, path.slice(API_PREFIX.length));
+    return readRequest(options, req, res, path.slice(API_PREFIX.length), maxBytes);
   };
   send(res, 200, await options.frontendApi.handle(req, res, path, readFrontendBody));
 }
@@ -181,8 +181,9 @@ async function readRequest(
   req: IncomingMessage,
   res: ServerResponse,
   opPath: string,
+  maxBytes = options.maxBodyBytes,
 ): Promise<Body> {
-  const text = await readBody(req, res, options.maxBodyBytes);
+  const text = await readBody(req, res, maxBytes);
   let body: unknown;
   try {
     body = JSON.parse(text);

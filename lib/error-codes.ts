@@ -56,6 +56,8 @@ export const API_ERRORS = {
   tunnel_not_offered: 501,
   share_token_taken: 409,
   share_token_quarantined: 409,
+  tunnel_not_held: 403,
+  too_many_replicas: 429,
   agent_unreachable: 502,
   agent_timeout: 502,
   agent_refused: 502,

@@ -299,7 +299,7 @@ export function adminPage(viewer: Viewer, view: AdminView): Html {
   );
   const replicas = view.replicas.map(
     (r) =>
-      html`<tr>
+      html`<tr data-replica="${r.name}">
         <td>${r.name}</td>
         <td>${r.environments.length === 0 ? 'none' : r.environments.map((e) => html`<code>${e}</code> `)}</td>
       </tr>`,

@@ -1,6 +1,6 @@
 import { errorText } from '../../lib/errors.ts';
 import type { ShareTraffic, TrafficMinute } from '../../lib/share/traffic.ts';
-import type { EnvironmentPresence } from '../../lib/tunnel/presence.ts';
+import type { PresenceSource } from '../../lib/tunnel/presence.ts';
 import type { PublishedShare } from '../../lib/tunnel/directory.ts';
 import type { Operation } from '../operations/context.ts';
 import type { RemotingHub } from '../remoting-hub.ts';
@@ -18,7 +18,7 @@ export interface ConsoleSources {
   readonly store: ControllerStore;
   readonly registry?: ShareRegistry;
   readonly traffic?: ShareTraffic;
-  readonly presence?: EnvironmentPresence;
+  readonly presence?: PresenceSource;
   readonly hub?: RemotingHub;
   /** The frontend replicas and the tunnels each holds (admin view). */
   readonly replicas?: () => Promise<ReplicaView[]>;

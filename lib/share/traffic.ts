@@ -6,7 +6,8 @@ export const TRAFFIC_MINUTES = 60;
 /** Shares counted at once; a further one drops the share counted first. */
 export const MAX_COUNTED_SHARES = 10_000;
 
-const MINUTE_MS = 60_000;
+/** One slot of the ring: a minute. */
+export const MINUTE_MS = 60_000;
 /** Per minute slot: the minute it holds (epoch minutes), requests, bytes in, bytes out, errors. */
 const FIELDS = 5;
 
@@ -23,13 +24,40 @@ export interface TrafficMinute {
   readonly errors: number;
 }
 
+/** Counts a share's requests as they end (ShareTraffic here, a replica's TrafficTally to report). */
+export interface TrafficCounter {
+  track(token: string, req: IncomingMessage, res: ServerResponse): void;
+}
+
+/** The counts of one minute without its start. */
+export type TrafficCounts = Omit<TrafficMinute, 'at'>;
+
+/**
+ * Calls `done` when the response of `req` closes, with its outcome and bytes. Bytes are the
+ * connection's counters' difference over the request: the frontend serves one request of a
+ * connection at a time.
+ */
+export function whenAnswered(
+  req: IncomingMessage,
+  res: ServerResponse,
+  done: (failed: boolean, bytesIn: number, bytesOut: number) => void,
+): void {
+  const socket = req.socket;
+  const readAt = socket.bytesRead;
+  const writtenAt = socket.bytesWritten;
+  res.once('close', () => {
+    const failed = !res.writableFinished || res.statusCode >= 500;
+    done(failed, socket.bytesRead - readAt, socket.bytesWritten - writtenAt);
+  });
+}
+
 /**
  * Per-share request counters over the last hour, for the installation's console: a ring of
  * `TRAFFIC_MINUTES` one-minute slots per share in one Float64Array (2.4 KB a share), each slot
  * stamped with its minute so a stale one is zeroed when written and skipped when read; no timer.
  * At most `MAX_COUNTED_SHARES` shares; past that the share counted first goes.
  */
-export class ShareTraffic {
+export class ShareTraffic implements TrafficCounter {
   private readonly rings = new Map<string, Float64Array>();
   private readonly clock: Clock;
   private readonly maxShares: number;
@@ -39,33 +67,36 @@ export class ShareTraffic {
     this.maxShares = maxShares;
   }
 
-  /**
-   * Counts one request of `token` when its response closes. Bytes are the connection's counters'
-   * difference over the request: the frontend serves one request of a connection at a time.
-   */
+  /** Counts one request of `token` when its response closes (whenAnswered). */
   track(token: string, req: IncomingMessage, res: ServerResponse): void {
-    const socket = req.socket;
-    const readAt = socket.bytesRead;
-    const writtenAt = socket.bytesWritten;
-    res.once('close', () => {
-      const failed = !res.writableFinished || res.statusCode >= 500;
-      this.record(token, failed, socket.bytesRead - readAt, socket.bytesWritten - writtenAt);
-    });
+    whenAnswered(req, res, (failed, bytesIn, bytesOut) => this.record(token, failed, bytesIn, bytesOut));
   }
 
   /** Adds one request to the current minute of `token`. */
   record(token: string, failed: boolean, bytesIn: number, bytesOut: number): void {
-    const minute = Math.floor(this.clock.now() / MINUTE_MS);
+    const counts = { requests: 1, bytesIn: Math.max(0, bytesIn), bytesOut: Math.max(0, bytesOut), errors: +failed };
+    this.add(token, this.clock.now(), counts);
+  }
+
+  /**
+   * Adds `counts` to the minute of `token` holding epoch ms `at` (a replica's report); a minute
+   * outside the last hour, or in the future, is not kept and false is returned.
+   */
+  add(token: string, at: number, counts: TrafficCounts): boolean {
+    const minute = Math.floor(at / MINUTE_MS);
+    const now = Math.floor(this.clock.now() / MINUTE_MS);
+    if (minute > now || minute <= now - TRAFFIC_MINUTES) return false;
     const ring = this.ringOf(token);
-    const at = (minute % TRAFFIC_MINUTES) * FIELDS;
-    if (ring[at] !== minute) {
-      ring.fill(0, at, at + FIELDS);
-      ring[at] = minute;
+    const slot = (minute % TRAFFIC_MINUTES) * FIELDS;
+    if (ring[slot] !== minute) {
+      ring.fill(0, slot, slot + FIELDS);
+      ring[slot] = minute;
     }
-    (ring[at + 1] as number)++;
-    ring[at + 2] = (ring[at + 2] as number) + Math.max(0, bytesIn);
-    ring[at + 3] = (ring[at + 3] as number) + Math.max(0, bytesOut);
-    if (failed) (ring[at + 4] as number)++;
+    ring[slot + 1] = (ring[slot + 1] as number) + counts.requests;
+    ring[slot + 2] = (ring[slot + 2] as number) + counts.bytesIn;
+    ring[slot + 3] = (ring[slot + 3] as number) + counts.bytesOut;
+    ring[slot + 4] = (ring[slot + 4] as number) + counts.errors;
+    return true;
   }
 
   /** The last `TRAFFIC_MINUTES` minutes of `token`, oldest first, the current minute last; zeros when unknown. */
@@ -110,7 +141,7 @@ export class ShareTraffic {
 }
 
 /** The sums of a last-hour series. */
-export function trafficTotals(minutes: readonly TrafficMinute[]): Omit<TrafficMinute, 'at'> {
+export function trafficTotals(minutes: readonly TrafficMinute[]): TrafficCounts {
   let requests = 0;
   let bytesIn = 0;
   let bytesOut = 0;

@@ -44,3 +44,49 @@ export const FRONTEND_TOKEN_HEADER = 'x-frontend-token';
 export const MIN_FRONTEND_CREDENTIAL_LENGTH = 32;
 /** How long the controller holds a registry poll whose revision has not changed. */
 export const REGISTRY_POLL_MS = 25_000;
+
+export const FRONTEND_REPORT_PATH = `${FRONTEND_API_PREFIX}/report`;
+/** How often a replica reports its tunnels and traffic to the controller. */
+export const REPORT_INTERVAL_MS = 5_000;
+/** Largest report body the controller reads (the API's other bodies keep `controller.max_body_bytes`). */
+export const MAX_REPORT_BYTES = 1024 * 1024;
+/** Environments in one report: a replica holding more reports those it saw last (docs/controller.md). */
+export const MAX_REPORT_ENVIRONMENTS = 2_000;
+/** Traffic entries (share, minute) in one report; the rest wait for the next report. */
+export const MAX_REPORT_TRAFFIC = 5_000;
+
+/** One environment whose tunnel a replica holds, with the proof the controller gave it for that environment. */
+export interface ReportedEnvironment {
+  readonly envZId: string;
+  /** From `/frontend/authenticate` for this environment's token in this controller run. */
+  readonly ticket: string;
+  readonly tunnels: number;
+  readonly agentVersion?: string;
+}
+
+/** One share's counts in one minute on one replica since its previous acknowledged report. */
+export interface ReportedTraffic {
+  readonly token: string;
+  /** Start of the minute, epoch ms. */
+  readonly minute: number;
+  readonly requests: number;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  readonly errors: number;
+}
+
+/**
+ * `POST /api/v1/frontend/report`: a replica's tunnels (the whole set, replacing the previous one) and
+ * its traffic counts since the last acknowledged report. `run` (random per replica start) and `seq`
+ * make the traffic idempotent: a report is resent unchanged until acknowledged, and the controller
+ * adds the traffic of a (run, seq) once.
+ */
+export interface ReplicaReport {
+  readonly replica: string;
+  readonly run: string;
+  readonly seq: number;
+  readonly environments: readonly ReportedEnvironment[];
+  readonly traffic: readonly ReportedTraffic[];
+  /** The replica is shutting down: forget it now rather than when it ages out. */
+  readonly leaving?: boolean;
+}

@@ -13,11 +13,24 @@ export interface Presence {
   readonly agentVersion?: string;
 }
 
+/** Where the console reads an environment's presence: one frontend's, or the replicas' reports merged. */
+export interface PresenceSource {
+  /** Undefined when the environment was not seen. */
+  of(envZId: string): Presence | undefined;
+}
+
+/** An environment with tunnels open here. */
+export interface HeldEnvironment {
+  readonly envZId: string;
+  readonly tunnels: number;
+  readonly agentVersion?: string;
+}
+
 /**
  * The environments whose agents hold a tunnel to this frontend, and when the others were last seen,
  * for the installation's console. One small entry per environment that ever connected since start.
  */
-export class EnvironmentPresence {
+export class EnvironmentPresence implements PresenceSource {
   private readonly entries = new Map<string, { tunnels: number; lastSeen: number; agentVersion?: string }>();
   private readonly clock: Clock;
 
@@ -52,6 +65,18 @@ export class EnvironmentPresence {
       lastSeen: online ? this.clock.now() : entry.lastSeen,
       ...(entry.agentVersion ? { agentVersion: entry.agentVersion } : {}),
     };
+  }
+
+  /** The environments with tunnels open here, the one whose tunnel attached or detached last first. */
+  held(): HeldEnvironment[] {
+    const out: HeldEnvironment[] = [];
+    for (const [envZId, e] of this.entries) {
+      if (e.tunnels > 0)
+        out.push({ envZId, tunnels: e.tunnels, ...(e.agentVersion ? { agentVersion: e.agentVersion } : {}) });
+    }
+    return out.sort(
+      (a, b) => (this.entries.get(b.envZId)?.lastSeen ?? 0) - (this.entries.get(a.envZId)?.lastSeen ?? 0),
+    );
   }
 
   /** Forgets an environment (disabled). */

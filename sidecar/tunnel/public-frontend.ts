@@ -1,17 +1,20 @@
+import { hostname } from 'node:os';
 import type { OAuthConfig } from '../../lib/config/frontend.ts';
 import type { Readiness } from '../../lib/health.ts';
 import type { ListenAddress } from '../../lib/listen.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { ShareDirectory } from '../../lib/tunnel/directory.ts';
 import type { TunnelLimits } from '../../lib/tunnel/protocol.ts';
-import type { EnvironmentPresence } from '../../lib/tunnel/presence.ts';
-import type { ShareTraffic } from '../../lib/share/traffic.ts';
+import { EnvironmentPresence } from '../../lib/tunnel/presence.ts';
+import type { TrafficCounter } from '../../lib/share/traffic.ts';
+import { TrafficTally } from '../../lib/share/traffic-tally.ts';
 import { startFrontend, type RunningFrontend } from '../frontend.ts';
 import type { PublicFrontendConfig } from './public-frontend-config.ts';
 import { RemoteShareDirectory } from './remote-directory.ts';
 import { TunnelEndpoint } from './endpoint.ts';
 import { LocalTunnels, type TunnelLocator } from './locator.ts';
 import { ReplicaLocator, startReplicaLocator } from './replicas.ts';
+import { ReplicaReporter } from './reporter.ts';
 import { tunnelledShares } from './routes.ts';
 
 export interface TunnelFrontendOptions {
@@ -26,8 +29,8 @@ export interface TunnelFrontendOptions {
   readonly metricsListen?: ListenAddress;
   readonly ready?: () => Readiness;
   readonly logger: Logger;
-  /** Per-share request counters (the installation's console reads them). */
-  readonly traffic?: ShareTraffic;
+  /** Per-share request counters (the installation's console reads them, or a replica reports them). */
+  readonly traffic?: TrafficCounter;
   /** Which environments hold a tunnel here (the installation's console reads it). */
   readonly presence?: EnvironmentPresence;
 }
@@ -99,6 +102,8 @@ export async function startTunnelFrontend(options: TunnelFrontendOptions): Promi
 
 export interface RunningPublicFrontend extends RunningTunnelFrontend {
   readonly directory: RemoteShareDirectory;
+  /** The name this replica reports under (the pod name, else `host:port`). */
+  readonly replicaName: string;
   /** The bound peer listener, with a `replicas` section (`peer_listen` may say port 0). */
   readonly peerPort?: number;
 }
@@ -118,6 +123,8 @@ export async function startPublicFrontend(
     logger,
   });
   const { frontend: f } = config;
+  const presence = new EnvironmentPresence();
+  const tally = new TrafficTally();
   let running: RunningTunnelFrontend;
   let locator: ClosableLocator;
   try {
@@ -133,18 +140,41 @@ export async function startPublicFrontend(
       ...(f.metricsListen ? { metricsListen: f.metricsListen } : {}),
       ready: () => ({ ok: directory.isReady, detail: directory.isReady ? 'ok' : 'no share registry snapshot yet' }),
       logger,
+      presence,
+      traffic: tally,
     });
   } catch (err) {
     await directory.close();
     throw err;
   }
+  const replicaName = reportName(config.replicas?.podName ?? `${hostname()}:${running.frontend.port}`);
+  const reporter = new ReplicaReporter({
+    controllerUrl: config.controller.url,
+    credential: config.controller.credential,
+    replica: replicaName,
+    presence,
+    tally,
+    ticketOf: (envZId) => directory.ticketOf(envZId),
+    logger,
+  });
   return {
     ...running,
     directory,
+    replicaName,
     ...(locator instanceof ReplicaLocator ? { peerPort: locator.peerPort } : {}),
     close: async () => {
       await running.close();
+      await reporter.close();
       await directory.close();
     },
   };
+}
+
+/** A name the controller accepts for a replica: lower case, letters, digits, `.`, `:` and `-`. */
+function reportName(name: string): string {
+  const cleaned = name
+    .toLowerCase()
+    .replace(/[^a-z0-9.:-]/g, '-')
+    .replace(/^[^a-z0-9]+/, '');
+  return (cleaned || 'replica').slice(0, 81);
 }

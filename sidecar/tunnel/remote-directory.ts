@@ -49,6 +49,8 @@ export class RemoteShareDirectory implements ShareDirectory {
   private seenRevocations = new Set<string>();
   /** Environment tokens accepted here, per environment, to re-check after a gap (memory only). */
   private readonly accepted = new Map<string, string>();
+  /** The controller's ticket per accepted environment: proves to `/frontend/report` that its token was presented. */
+  private readonly tickets = new Map<string, string>();
   private recheckPending = false;
   private readonly listeners = new Set<(envZId: string) => void>();
   private readonly stop = new AbortController();
@@ -77,13 +79,22 @@ export class RemoteShareDirectory implements ShareDirectory {
       body: JSON.stringify({ environmentToken }),
       signal: AbortSignal.any([this.stop.signal, AbortSignal.timeout(AUTHENTICATE_TIMEOUT_MS)]),
     });
-    const body = (await res.json().catch(() => ({}))) as Partial<EnvironmentIdentity> & { code?: string };
+    const body = (await res.json().catch(() => ({}))) as Partial<EnvironmentIdentity> & {
+      code?: string;
+      ticket?: string;
+    };
     if (res.status === 401 && body.code === 'environment_not_found') return undefined;
     if (res.status !== 200 || typeof body.envZId !== 'string' || typeof body.accountId !== 'string') {
       throw new Error(`controller answered ${res.status} ${body.code ?? ''} to ${FRONTEND_AUTHENTICATE_PATH}`);
     }
     this.accepted.set(body.envZId, environmentToken);
+    if (typeof body.ticket === 'string') this.tickets.set(body.envZId, body.ticket);
     return { envZId: body.envZId, accountId: body.accountId };
+  }
+
+  /** The controller's ticket for an environment whose token was accepted here (reporter.ts). */
+  ticketOf(envZId: string): string | undefined {
+    return this.tickets.get(envZId);
   }
 
   onRevoked(listener: (envZId: string) => void): () => void {
@@ -182,6 +193,7 @@ export class RemoteShareDirectory implements ShareDirectory {
 
   private revoke(envZId: string): void {
     this.accepted.delete(envZId);
+    this.tickets.delete(envZId);
     for (const listener of this.listeners) listener(envZId);
   }
 }

@@ -8,7 +8,7 @@ import { DEFAULT_CHECK_INTERVAL, type ShareRoute } from '../../lib/share/spec.ts
 import type { PublishedShare, ShareDirectory } from '../../lib/tunnel/directory.ts';
 import { forwardRequest, forwardUpgrade, rejectSocket, type ForwardFailure } from '../../lib/tunnel/forward.ts';
 import type { TunnelLimits } from '../../lib/tunnel/protocol.ts';
-import type { ShareTraffic } from '../../lib/share/traffic.ts';
+import type { TrafficCounter } from '../../lib/share/traffic.ts';
 import { sendPage } from '../pages.ts';
 import type { TunnelLocator } from './locator.ts';
 
@@ -18,7 +18,7 @@ export interface TunnelledSharesOptions {
   readonly limits: TunnelLimits;
   readonly logger: Logger;
   /** Per-share request counters for the installation's console; nothing is counted without it. */
-  readonly traffic?: ShareTraffic;
+  readonly traffic?: TrafficCounter;
 }
 
 const DEFAULT_CHECK_INTERVAL_MS = parseDuration(DEFAULT_CHECK_INTERVAL) ?? 3 * 3_600_000;

@@ -1,4 +1,5 @@
 import { formatAddress } from '../../lib/listen.ts';
+import { REPORT_INTERVAL_MS } from '../../lib/tunnel/frontend-api.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { untilSignal } from '../../lib/signals.ts';
 import { loadPublicFrontendConfig } from './public-frontend-config.ts';
@@ -25,6 +26,7 @@ export async function runPublicFrontend(path: string, options: { check: boolean 
       'svc public-frontend is listening (ready once the first share registry snapshot arrived: /readyz)',
       `  frontend:  listening on port ${running.frontend.port}; endpoint ${running.frontend.endpointUrl.origin}`,
       `  registry:  ${config.controller.url.origin}`,
+      `  reports:   as ${running.replicaName} to the controller every ${REPORT_INTERVAL_MS / 1000} s (the console's presence and traffic)`,
       ...(running.frontend.metricsPort ? [`  metrics:   port ${running.frontend.metricsPort}`] : []),
       ...(replicas && running.peerPort !== undefined
         ? [
