@@ -12,7 +12,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments, stringify as toYaml } from 'yaml';
+import { parse as parseYaml, parseAllDocuments, stringify as toYaml } from 'yaml';
+import { readConsoleConfig, type ConsoleConfig } from '../../controller/console/config.ts';
+import { ConfigReader } from '../../lib/config-reader.ts';
 import { locateHelm } from './binaries.ts';
 import {
   CHART,
@@ -635,6 +637,44 @@ describe('Gateway API HTTPRoutes', () => {
     const out = await runner.helm('template', 'svc', CHART, ...domain, '--set', set);
     expect(out.code).not.toBe(0);
     expect(out.stderr).toContain(message);
+  });
+});
+
+describe("the controller's console", () => {
+  /** The rendered controller.yaml's console section, read by the controller's own reader. */
+  async function consoleOf(extra: string[]): Promise<ConsoleConfig> {
+    const objs = await runner.template(...publicFrontend(), ...extra);
+    const map = findObject(objs, 'ConfigMap', 'svc-controller') as Obj & { data: Record<string, string> };
+    const doc = parseYaml(map.data['controller.yaml'] ?? '') as { console?: unknown };
+    const r = new ConfigReader();
+    const config = readConsoleConfig(r, doc.console);
+    expect(r.problems).toEqual([]);
+    return config;
+  }
+
+  it('takes its origin from the Ingress host (https with tls) and the admins from the values', async () => {
+    const ingress = ['--set', 'controller.ingress.enabled=true,controller.ingress.host=api.example.com'];
+    const tls = [
+      '--set',
+      'controller.ingress.tls[0].hosts[0]=api.example.com,controller.ingress.tls[0].secretName=api',
+    ];
+    const admins = ['--set', 'controller.console.admins[0]=Ops@Example.com,controller.console.sessionLifetime=2h'];
+    const withTls = await consoleOf([...ingress, ...tls, ...admins]);
+    expect(withTls.publicUrl?.href).toBe('https://api.example.com/');
+    expect(withTls.admins).toEqual(['ops@example.com']);
+    expect(withTls.sessionLifetimeMs).toBe(2 * 3_600_000);
+    expect((await consoleOf(ingress)).publicUrl?.href).toBe('http://api.example.com/');
+    const given = ['--set', 'controller.console.publicUrl=https://console.example.com'];
+    expect((await consoleOf([...ingress, ...given])).publicUrl?.href).toBe('https://console.example.com/');
+    expect((await consoleOf([])).publicUrl).toBeUndefined();
+  });
+
+  it('refuses a public URL with a path and an admin that is not an email', async () => {
+    const bad = async (set: string) => runner.helm('template', 'svc', CHART, ...publicFrontend(), '--set', set);
+    expect((await bad('controller.console.publicUrl=https://api.example.com/console')).stderr).toContain(
+      "at '/controller/console/publicUrl'",
+    );
+    expect((await bad('controller.console.admins[0]=ops')).stderr).toContain("at '/controller/console/admins/0'");
   });
 });
 
