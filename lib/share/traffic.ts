@@ -74,8 +74,8 @@ export class ShareTraffic implements TrafficCounter {
 
   /** Adds one request to the current minute of `token`. */
   record(token: string, failed: boolean, bytesIn: number, bytesOut: number): void {
-    const counts = { requests: 1, bytesIn: Math.max(0, bytesIn), bytesOut: Math.max(0, bytesOut), errors: +failed };
-    this.add(token, this.clock.now(), counts);
+    const minute = Math.floor(this.clock.now() / MINUTE_MS);
+    this.addAt(token, minute, 1, Math.max(0, bytesIn), Math.max(0, bytesOut), failed ? 1 : 0);
   }
 
   /**
@@ -86,17 +86,22 @@ export class ShareTraffic implements TrafficCounter {
     const minute = Math.floor(at / MINUTE_MS);
     const now = Math.floor(this.clock.now() / MINUTE_MS);
     if (minute > now || minute <= now - TRAFFIC_MINUTES) return false;
+    this.addAt(token, minute, counts.requests, counts.bytesIn, counts.bytesOut, counts.errors);
+    return true;
+  }
+
+  /** Adds to one minute's slot (epoch minutes); the request path allocates nothing. */
+  private addAt(token: string, minute: number, requests: number, bytesIn: number, bytesOut: number, errors: number) {
     const ring = this.ringOf(token);
     const slot = (minute % TRAFFIC_MINUTES) * FIELDS;
     if (ring[slot] !== minute) {
       ring.fill(0, slot, slot + FIELDS);
       ring[slot] = minute;
     }
-    ring[slot + 1] = (ring[slot + 1] as number) + counts.requests;
-    ring[slot + 2] = (ring[slot + 2] as number) + counts.bytesIn;
-    ring[slot + 3] = (ring[slot + 3] as number) + counts.bytesOut;
-    ring[slot + 4] = (ring[slot + 4] as number) + counts.errors;
-    return true;
+    ring[slot + 1] = (ring[slot + 1] as number) + requests;
+    ring[slot + 2] = (ring[slot + 2] as number) + bytesIn;
+    ring[slot + 3] = (ring[slot + 3] as number) + bytesOut;
+    ring[slot + 4] = (ring[slot + 4] as number) + errors;
   }
 
   /** The last `TRAFFIC_MINUTES` minutes of `token`, oldest first, the current minute last; zeros when unknown. */
