@@ -777,6 +777,9 @@ describe('helm install with the public frontend', () => {
   it('prints the DNS names and how a machine enables itself', () => {
     expect(notes).toContain('Point DNS for *.share.example.com and share.example.com at your ingress controller');
     expect(notes).toContain('svc enable <account token> --api-endpoint https://<controller API host>');
+    expect(notes).toContain(
+      'The web console: kubectl -n svc-edge port-forward svc/edge-controller 18080:80, then http://localhost:18080/console',
+    );
   });
 
   it('lets the frontend’s ServiceAccount manage Leases in its namespace and nothing else', async () => {
