@@ -60,6 +60,35 @@ export interface SessionCookies {
 
 const OPENED_CACHE_SIZE = 10_000;
 
+/**
+ * Opened entries by exact text (`<token>~<sealed>`). A sealed value cannot change without failing to
+ * open, so a hit needs only the share and expiry checks; this skips HMAC + AES-GCM + JSON on every
+ * request of a visitor (measured in docs/benchmarks-history.md). Bounded; oldest entries go first.
+ */
+class OpenedSessions {
+  private readonly byText = new Map<string, Session>();
+  private readonly openOne: (share: ShareIdentity, sealed: string) => Session | undefined;
+  private readonly clock: Clock;
+
+  constructor(openOne: (share: ShareIdentity, sealed: string) => Session | undefined, clock: Clock) {
+    this.openOne = openOne;
+    this.clock = clock;
+  }
+
+  open(text: string, share: ShareIdentity): Session | undefined {
+    let session = this.byText.get(text);
+    if (!session) {
+      const part = parsePart(text);
+      session = part && part.token === share.token ? this.openOne(share, part.sealed) : undefined;
+      if (!session) return undefined;
+      if (this.byText.size >= OPENED_CACHE_SIZE) this.byText.delete(this.byText.keys().next().value as string);
+      this.byText.set(text, session);
+    }
+    // A cached entry was opened under the share's keys of that time: a later instance of the token is another share.
+    return session.instance === share.instance && session.expiresAt > this.clock.now() ? session : undefined;
+  }
+}
+
 export function sessionCookies(
   keys: KeyRing,
   name: string,
@@ -105,22 +134,8 @@ export function sessionCookies(
     return serialize(stored.session, stored.sealed, []);
   };
 
-  // Opened entries by exact text (`<token>~<sealed>`). A sealed value cannot change without failing
-  // to open, so a hit needs only the share and expiry checks; this skips HMAC + AES-GCM + JSON on
-  // every request of a visitor (measured in docs/benchmarks-history.md). Bounded; oldest entries go first.
-  const opened = new Map<string, Session>();
-  const openPart = (text: string, share: ShareIdentity): Session | undefined => {
-    let session = opened.get(text);
-    if (!session) {
-      const part = parsePart(text);
-      session = part && part.token === share.token ? openOne(share, part.sealed) : undefined;
-      if (!session) return undefined;
-      if (opened.size >= OPENED_CACHE_SIZE) opened.delete(opened.keys().next().value as string);
-      opened.set(text, session);
-    }
-    // A cached entry was opened under the share's keys of that time: a later instance of the token is another share.
-    return session.instance === share.instance && session.expiresAt > clock.now() ? session : undefined;
-  };
+  const opened = new OpenedSessions(openOne, clock);
+  const openPart = (text: string, share: ShareIdentity) => opened.open(text, share);
 
   return {
     name,

@@ -19,7 +19,6 @@ const EXCEPTIONS: Record<string, string> = {
   'sidecar/providers/oidc.ts oidcProvider': 'being split',
   'sidecar/frontend.ts startFrontend': 'being split',
   'sidecar/dev-idp.ts startDevIdentityProvider': 'being split',
-  'controller/console/console.ts createConsole': 'being split',
   'lib/share/validate.ts validateShareSpec': 'being split',
   'serve/serve.ts startServe': 'being split',
   'lib/tunnel/ws-duplex.ts webSocketDuplex': 'being split',
