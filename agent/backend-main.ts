@@ -3,7 +3,7 @@ import { isAbsolute } from 'node:path';
 import { ConfigReader } from '../lib/config-reader.ts';
 import { ConfigError } from '../lib/errors.ts';
 import { createLogger } from '../lib/logger.ts';
-import { isLoopbackHost } from '../lib/net.ts';
+import { isLoopbackHost } from '../lib/loopback.ts';
 import { listenHandler, type RunningListener } from './backends/listener.ts';
 import { proxyBackend } from './backends/proxy.ts';
 import { HTTP_BACKEND_MODES as BACKEND_MODES } from '../lib/share/spec.ts';

@@ -4,7 +4,7 @@
  *
  * Every server runs in its own process: the backend (nginx answering a fixed body, bench/lib/backend.ts;
  * `--backend node` for bench/lib/fixed-backend.ts's node:http server), the development
- * OIDC provider (sidecar/dev-idp.ts), the frontend exactly as deployed (`node bin/svc.js frontend
+ * OIDC provider (devidp/provider.ts), the frontend exactly as deployed (`node bin/svc.js frontend
  * --config <generated yaml>`), nginx (generated config in a scratch dir), and the load generator
  * (autocannon in a child process, or wrk). The session cookie comes from a real login through the
  * provider's login form. Exits non-zero when any configuration saw a non-2xx response or an error.

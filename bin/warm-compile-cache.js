@@ -9,7 +9,7 @@ import { pathToFileURL, fileURLToPath } from 'node:url';
 import { COMPILE_CACHE_DIR, enableSvcCompileCache } from './compile-cache.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const FOLDERS = ['cli', 'lib', 'sidecar', 'agent', 'operator', 'controller', 'serve'];
+const FOLDERS = ['cli', 'lib', 'sidecar', 'agent', 'operator', 'controller', 'serve', 'devidp'];
 
 const files = FOLDERS.flatMap((folder) =>
   readdirSync(join(ROOT, folder), { recursive: true, withFileTypes: true })

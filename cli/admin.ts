@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { resolveDataDir } from '../lib/data-dir.ts';
 import { ControllerFileStore } from '../controller/file-store.ts';
 import { IDENTITY_NAME, createIdentity } from '../lib/remoting/identity.ts';
-import { newSecretToken } from '../controller/secrets.ts';
+import { newSecretToken } from '../controller/tokens.ts';
 import { ConfigReader, loadYamlFile } from '../lib/config-reader.ts';
 import { readStoreFlags, type StoreChoice } from '../controller/config.ts';
 import { SvcError, badInput } from '../lib/errors.ts';

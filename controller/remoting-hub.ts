@@ -16,7 +16,7 @@ import { SvcError, errorText, type Problem } from '../lib/errors.ts';
 import type { Logger } from '../lib/logger.ts';
 import { apiError } from './errors.ts';
 import type { ControllerIdentity } from '../lib/remoting/identity.ts';
-import { hashesMatch, parseToken } from './secrets.ts';
+import { hashesMatch, parseToken } from './tokens.ts';
 import type { ControllerStore } from './store.ts';
 
 interface Pending {

@@ -11,7 +11,7 @@ import { createIdentity, loadIdentity } from '../lib/remoting/identity.ts';
 import { startController, type RunningController } from './main.ts';
 import { MEDIA_TYPE } from '../lib/api-client.ts';
 import { OpenApi } from './openapi.ts';
-import { newSecretToken } from './secrets.ts';
+import { newSecretToken } from './tokens.ts';
 
 /** The HTTP pipeline of a real controller on port 0 (in-process), for the paths the e2e tests do not take. */
 let controller: RunningController;

@@ -13,7 +13,7 @@ import { checkedBody, type OpenApi } from './openapi.ts';
 import type { RemotingHub } from './remoting-hub.ts';
 import type { Console } from './console/console.ts';
 import { storeReadiness } from './readiness.ts';
-import { hashesMatch, parseToken } from './secrets.ts';
+import { hashesMatch, parseToken } from './tokens.ts';
 import type { AccountRecord, ControllerStore, EnvironmentRecord } from './store.ts';
 import { environmentOfToken, type EnvironmentOperation } from './tunnel-api.ts';
 

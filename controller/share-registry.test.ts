@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../lib/logger.ts';
 import { TestClock } from '../test/support/clock.ts';
 import { ControllerFileStore } from './file-store.ts';
-import { newEnvironmentToken } from './secrets.ts';
+import { newEnvironmentToken } from './tokens.ts';
 import { ShareRegistry, TOKEN_QUARANTINE_MS, quarantineFor } from './share-registry.ts';
 import type { EnvironmentRecord } from './store.ts';
 

@@ -1,6 +1,6 @@
 import { SvcError } from '../lib/errors.ts';
 import { apiError } from './errors.ts';
-import { hashesMatch, parseToken } from './secrets.ts';
+import { hashesMatch, parseToken } from './tokens.ts';
 import type { ShareAnnouncement, ShareRegistry } from './share-registry.ts';
 import type { ControllerStore, EnvironmentRecord } from './store.ts';
 

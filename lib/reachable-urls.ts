@@ -1,6 +1,6 @@
 import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 import { formatAddress, type ListenAddress } from './listen.ts';
-import { isLoopbackHost } from './net.ts';
+import { isLoopbackHost } from './loopback.ts';
 
 /** Interface addresses by interface name, as `os.networkInterfaces()` returns them. */
 export type Interfaces = NodeJS.Dict<NetworkInterfaceInfo[]>;

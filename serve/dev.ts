@@ -77,7 +77,7 @@ export async function startDevLogin(
   endpoint: () => URL | undefined,
   consoleCallback: () => string | undefined = () => undefined,
 ): Promise<{ oauth: OAuthConfig; loginUrl: string; close(): Promise<void> }> {
-  const { startDevIdentityProvider } = await import('../sidecar/dev-idp.ts');
+  const { startDevIdentityProvider } = await import('../devidp/provider.ts');
   const idp = await startDevIdentityProvider({
     port: 0,
     redirectUris: () => {

@@ -17,9 +17,11 @@ const ALLOWED: Record<string, readonly string[]> = {
   agent: ['lib'],
   controller: ['lib'],
   operator: ['lib'],
+  // The development identity provider of `--dev` and the tests: never loaded by a production role.
+  devidp: ['lib'],
   // Composition roots: they build processes out of the roles.
-  serve: ['lib', 'sidecar', 'agent', 'controller'],
-  cli: ['lib', 'sidecar', 'agent', 'controller', 'operator', 'serve'],
+  serve: ['lib', 'sidecar', 'agent', 'controller', 'devidp'],
+  cli: ['lib', 'sidecar', 'agent', 'controller', 'operator', 'devidp', 'serve'],
   bin: ['cli'],
 };
 /** Shared test code a unit test beside the code may use. */
@@ -112,10 +114,16 @@ function nodeHttpViolations(file: string, text: string): string[] {
   });
 }
 
+/** What `check` finds in every product file. */
+function inProductFiles(check: (file: string, text: string) => string[]): string[] {
+  return Object.keys(ALLOWED)
+    .flatMap(sourceFiles)
+    .flatMap((f) => check(f, readFileSync(join(ROOT, f), 'utf8')));
+}
+
 describe('node:http only through lib/node-http.ts', () => {
   it('has no value import of node:http in the product folders', () => {
-    const files = Object.keys(ALLOWED).flatMap(sourceFiles);
-    expect(files.flatMap((f) => nodeHttpViolations(f, readFileSync(join(ROOT, f), 'utf8')))).toEqual([]);
+    expect(inProductFiles(nodeHttpViolations)).toEqual([]);
   });
 
   it('refuses every value form and allows type-only imports', () => {
@@ -146,5 +154,49 @@ describe('node:http only through lib/node-http.ts', () => {
     for (const text of allowed) expect(nodeHttpViolations('agent/a.ts', text), text).toEqual([]);
     expect(nodeHttpViolations('lib/node-http.ts', "import http from 'node:http';")).toEqual([]);
     expect(nodeHttpViolations('agent/a.test.ts', "import http from 'node:http';")).toEqual([]);
+  });
+});
+
+/**
+ * Packages only one folder may import. oidc-provider (with koa and its other dependencies) is the
+ * development identity provider's: a production frontend that imported it would carry a whole
+ * identity provider in every process.
+ */
+const PACKAGE_OWNERS: Readonly<Record<string, string>> = { 'oidc-provider': 'devidp' };
+
+/** Why each import of an owned package from outside its folder is refused. */
+function packageViolations(file: string, text: string): string[] {
+  return Object.entries(PACKAGE_OWNERS).flatMap(([name, owner]) => {
+    if (topFolder(file) === owner) return [];
+    const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const re = new RegExp(`(?:\\bfrom\\s*|\\bimport\\s*\\(\\s*|^\\s*import\\s+)['"]${escaped}(?:/[^'"]*)?['"]`, 'gm');
+    return [...text.matchAll(re)].map(
+      (m) => `${file}:${text.slice(0, m.index).split('\n').length} imports ${name}: only ${owner}/ may`,
+    );
+  });
+}
+
+describe('packages owned by one folder', () => {
+  it('has no import of oidc-provider outside devidp/', () => {
+    // The check finds the owner's own import when it is read as another folder's file.
+    const owner = readFileSync(join(ROOT, 'devidp/provider.ts'), 'utf8');
+    expect(packageViolations('sidecar/provider.ts', owner)).toHaveLength(1);
+    expect(inProductFiles(packageViolations)).toEqual([]);
+  });
+
+  it('refuses static, type-only, sub-path and dynamic imports, and allows them in the owner', () => {
+    const refused = [
+      "import Provider from 'oidc-provider';",
+      "import type { Adapter } from 'oidc-provider';",
+      "export { errors } from 'oidc-provider/lib/helpers/errors.js';",
+      "const { default: Provider } = await import('oidc-provider');",
+    ];
+    for (const text of refused) {
+      expect(packageViolations('sidecar/a.ts', `// x\n${text}\n`), text).toEqual([
+        'sidecar/a.ts:2 imports oidc-provider: only devidp/ may',
+      ]);
+    }
+    expect(packageViolations('sidecar/a.ts', "import x from 'oidc-provider-extra';")).toEqual([]);
+    expect(packageViolations('devidp/provider.ts', "import Provider from 'oidc-provider';")).toEqual([]);
   });
 });

@@ -11,11 +11,11 @@ import { startModule, startProcess, type BenchProcess } from './processes.ts';
 /** The frontends' share domain in the benchmarks: `<token>.bench.localhost` resolves to loopback. */
 export const DOMAIN = 'bench.localhost';
 
-/** The development OpenID provider (sidecar/dev-idp.ts) in its own process: the frontends' issuer. */
+/** The development OpenID provider (devidp/provider.ts) in its own process: the frontends' issuer. */
 export function startDevIdp(
   timeoutMs?: number,
 ): Promise<BenchProcess<{ issuer: string; clientId: string; clientSecret: string }>> {
-  const module = join(import.meta.dirname, '../../sidecar/dev-idp.ts');
+  const module = join(import.meta.dirname, '../../devidp/provider.ts');
   return startModule('dev-idp', module, 'startDevIdentityProvider', {}, timeoutMs);
 }
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorText } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
-import { hashesMatch, parseToken } from '../secrets.ts';
+import { hashesMatch, parseToken } from '../tokens.ts';
 import type { AccountRecord } from '../store.ts';
 import type { ConsoleCookie } from './cookies.ts';
 import type { OAuthSignIn } from './oauth-sign-in.ts';

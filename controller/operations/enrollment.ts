@@ -1,7 +1,7 @@
 import { SvcError } from '../../lib/errors.ts';
 import { CLOSE_UNENROLLED } from '../../lib/remoting/protocol.ts';
 import { apiError } from '../errors.ts';
-import { newSecretToken } from '../secrets.ts';
+import { newSecretToken } from '../tokens.ts';
 import { remote, type Operation, type OperationContext } from './context.ts';
 
 /**

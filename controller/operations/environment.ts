@@ -1,6 +1,6 @@
 import { CLOSE_UNENROLLED } from '../../lib/remoting/protocol.ts';
 import { newToken } from '../../lib/token.ts';
-import { newEnvironmentToken } from '../secrets.ts';
+import { newEnvironmentToken } from '../tokens.ts';
 import { local, type Operation, type OperationContext } from './context.ts';
 
 /** `/environment/enable` and `/environment/disable`: an account's environments (no agent needed). */

@@ -1,5 +1,5 @@
 import { join, type ConfigReader } from '../config-reader.ts';
-import { isLoopbackHost } from '../net.ts';
+import { isLoopbackHost } from '../loopback.ts';
 import { ENDPOINT_KEYS, PROVIDER_DEFAULTS, type EndpointsOf } from './provider-defaults.ts';
 
 export type ProviderType = 'idp1' | 'idp2' | 'oidc';

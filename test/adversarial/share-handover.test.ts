@@ -6,7 +6,7 @@ import { devInteractionsLogin } from '../../bench/lib/dev-login.ts';
 import { ControllerFileStore } from '../../controller/file-store.ts';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { DEFAULT_AGENT_TIMEOUT_MS } from '../../controller/config.ts';
-import { newSecretToken } from '../../controller/secrets.ts';
+import { newSecretToken } from '../../controller/tokens.ts';
 import { ShareRegistry, TOKEN_QUARANTINE_MS } from '../../controller/share-registry.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { DEFAULT_TUNNEL_LIMITS, TUNNEL_PATH, shareUrl, tunnelUrl } from '../../lib/tunnel/protocol.ts';

@@ -9,7 +9,7 @@ import { PassThrough } from 'node:stream';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { ControllerFileStore } from '../../controller/file-store.ts';
-import { newSecretToken } from '../../controller/secrets.ts';
+import { newSecretToken } from '../../controller/tokens.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createIdentity } from '../../lib/remoting/identity.ts';
 import { startInstallation, type RunningInstallation } from '../../serve/installation.ts';

@@ -16,7 +16,7 @@ import {
   type ResultMessage,
 } from '../../lib/remoting/protocol.ts';
 import { rawPublicKey, zIdOf } from '../../lib/remoting/identity.ts';
-import { newSecretToken } from '../../controller/secrets.ts';
+import { newSecretToken } from '../../controller/tokens.ts';
 import { suiteFigures } from '../support/figures.ts';
 import { startSvc, svcCli, tempDir, type Process } from './harness.ts';
 

@@ -1,6 +1,6 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDevIdentityProvider } from '../../sidecar/dev-idp.ts';
+import { startDevIdentityProvider } from '../../devidp/provider.ts';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { suiteFigures } from '../support/figures.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeControllerStore } from '../../controller/kube-store.ts';
 import { startController } from '../../controller/main.ts';
-import { newSecretToken } from '../../controller/secrets.ts';
+import { newSecretToken } from '../../controller/tokens.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { suiteFigures } from '../support/figures.ts';

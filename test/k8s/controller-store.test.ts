@@ -12,7 +12,7 @@ import { storeReadiness } from '../../controller/readiness.ts';
 import { publicFrontendTunnel } from '../../controller/public-frontend.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { runStoreContract } from '../contracts/controller-store.ts';
-import { hashToken, newSecretToken } from '../../controller/secrets.ts';
+import { hashToken, newSecretToken } from '../../controller/tokens.ts';
 import { startControlPlane, type ControlPlane } from './envtest.ts';
 import { rawRequest } from './raw.ts';
 

@@ -18,7 +18,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDevIdentityProvider, type DevIdentityProvider } from '../../sidecar/dev-idp.ts';
+import { startDevIdentityProvider, type DevIdentityProvider } from '../../devidp/provider.ts';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { devLogin, expectLoginStartedOn, launchBrowser, navigations } from '../support/browser.ts';
 import { authShareEntries, mountAuthConfig } from './auth-config-files.ts';

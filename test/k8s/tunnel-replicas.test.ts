@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTunnel, type RunningTunnel } from '../../agent/tunnel/tunnel-client.ts';
 import { ControllerFileStore } from '../../controller/file-store.ts';
-import { newEnvironmentToken } from '../../controller/secrets.ts';
+import { newEnvironmentToken } from '../../controller/tokens.ts';
 import { ShareRegistry } from '../../controller/share-registry.ts';
 import type { Lease } from '../../lib/kube/lease.ts';
 import { createLogger } from '../../lib/logger.ts';

@@ -144,6 +144,10 @@ describe('an oidc frontend configured as the operator does it logs in without lo
     expect(loaded.packages).not.toContain('yaml');
     expect(loaded.builtins.filter((m) => ['tls', 'http2', 'zlib', 'https'].includes(m))).toEqual([]);
   });
+
+  it('loaded no part of the development identity provider (oidc-provider, devidp/)', () => {
+    expect(loaded.packages).not.toContain('oidc-provider');
+  });
 });
 
 /**

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
-import { startDevIdentityProvider, type DevIdentityProvider } from '../../sidecar/dev-idp.ts';
+import { startDevIdentityProvider, type DevIdentityProvider } from '../../devidp/provider.ts';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { devLogin, launchBrowser } from '../support/browser.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';

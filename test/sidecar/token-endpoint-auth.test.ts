@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { parseFrontendConfig } from '../../lib/config/frontend.ts';
 import { ConfigError } from '../../lib/errors.ts';
-import { startDevIdentityProvider, type DevIdentityProvider } from '../../sidecar/dev-idp.ts';
+import { startDevIdentityProvider, type DevIdentityProvider } from '../../devidp/provider.ts';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { devLogin, launchBrowser } from '../support/browser.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';

@@ -4,7 +4,7 @@ import { DEFAULT_AGENT_TIMEOUT_MS } from '../../controller/config.ts';
 import { ControllerFileStore } from '../../controller/file-store.ts';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { publicFrontendTunnel } from '../../controller/public-frontend.ts';
-import { newEnvironmentToken } from '../../controller/secrets.ts';
+import { newEnvironmentToken } from '../../controller/tokens.ts';
 import type { ShareRegistry } from '../../controller/share-registry.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { FRONTEND_REGISTRY_PATH, FRONTEND_TOKEN_HEADER } from '../../lib/tunnel/frontend-api.ts';

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
 import { MEDIA_TYPE } from '../../../lib/api-client.ts';
-import { startDevIdentityProvider, type DevIdentityProvider } from '../../../sidecar/dev-idp.ts';
+import { startDevIdentityProvider, type DevIdentityProvider } from '../../../devidp/provider.ts';
 import { devLogin, expectLoginStartedOn, launchBrowser, navigations } from '../../support/browser.ts';
 import { locateHelm } from '../binaries.ts';
 import { CHART, RELEASE, RELEASE_NS, helmRunner, run, type HelmRunner, type Obj } from '../helm-runner.ts';

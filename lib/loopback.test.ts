@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isLoopbackHost } from './net.ts';
+import { isLoopbackHost } from './loopback.ts';
 
 describe('isLoopbackHost', () => {
   it('accepts only names and addresses of this machine', () => {

@@ -2,9 +2,9 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import Provider, { type Configuration } from 'oidc-provider';
-import { isLoopbackHost } from '../lib/net.ts';
+import { isLoopbackHost } from '../lib/loopback.ts';
 import { createServer } from '../lib/node-http.ts';
-import { DEV_TTL, devSigningKeys, devStore } from './dev-idp-store.ts';
+import { DEV_TTL, devSigningKeys, devStore } from './store.ts';
 
 export interface DevIdentityProviderOptions {
   /** Port to listen on (0 = any free port). */
@@ -52,7 +52,7 @@ export interface DevIdentityProvider {
 /**
  * The bundled development identity provider: oidc-provider (OpenID Certified) in-process, with its
  * development login form that accepts any login — type an email address and any password. Used by
- * `svc serve --dev` / `svc frontend --dev` and by the tests as the real OIDC peer. Never for production.
+ * `svc serve --dev` / `svc controller --dev` and by the tests as the real OIDC peer. Never for production.
  */
 export async function startDevIdentityProvider(options: DevIdentityProviderOptions = {}): Promise<DevIdentityProvider> {
   const server: Server = createServer();
