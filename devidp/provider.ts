@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import Provider, { type Configuration } from 'oidc-provider';
+import Provider, { type Configuration, type Grant, type KoaContextWithOIDC } from 'oidc-provider';
 import { isLoopbackHost } from '../lib/loopback.ts';
 import { createServer } from '../lib/node-http.ts';
 import { DEV_TTL, devSigningKeys, devStore } from './store.ts';
@@ -59,19 +59,63 @@ export async function startDevIdentityProvider(options: DevIdentityProviderOptio
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.listenAddress ?? '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   const issuer = new URL(`http://${options.issuerHost ?? 'localhost'}:${port}`);
-  const clientId = 'svc-dev';
-  const clientSecret = randomBytes(24).toString('base64url');
-  const unverified = new Set((options.unverifiedEmails ?? []).map((e) => e.toLowerCase()));
-  const revocations = { requests: 0, revokedGrants: 0 };
-  const refreshes = { count: 0 };
-  const refreshTokens = options.refreshTokens ?? true;
-  const jwks = devSigningKeys();
+  const client: DevClient = { id: 'svc-dev', secret: randomBytes(24).toString('base64url'), jwks: devSigningKeys() };
+  const counts: Counts = { revocations: { requests: 0, revokedGrants: 0 }, refreshes: { count: 0 } };
+  // Built at the first request: the redirect URIs may name a port the frontend binds only later.
+  let handler: ReturnType<Provider['callback']> | undefined;
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    handler ??= devProvider(issuer, client, options, counts).callback();
+    void handler(req, res);
+  });
 
-  const configuration = (redirectUris: readonly string[]): Configuration => ({
+  return {
+    issuer,
+    clientId: client.id,
+    clientSecret: client.secret,
+    ...counts,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** The provider's one client (the frontend's credentials) and its signing keys. */
+interface DevClient {
+  readonly id: string;
+  readonly secret: string;
+  readonly jwks: NonNullable<Configuration['jwks']>;
+}
+
+/** What the provider counts for the tests (the same objects the started provider exposes). */
+type Counts = Pick<DevIdentityProvider, 'revocations' | 'refreshes'>;
+
+/** The oidc-provider instance: its configuration, the redirect URI check, the counters and the token endpoint rule. */
+function devProvider(issuer: URL, client: DevClient, options: DevIdentityProviderOptions, counts: Counts): Provider {
+  const given = typeof options.redirectUris === 'function' ? options.redirectUris() : options.redirectUris;
+  const configuration = devConfiguration(client, given ?? ['http://localhost/callback'], options);
+  const provider = new Provider(issuer.href.replace(/\/$/, ''), configuration);
+  if (!given) allowLoopbackRedirects(provider);
+  count(provider, counts);
+  const only = options.onlyTokenEndpointAuthMethod;
+  if (only) acceptOnlyAtTokenEndpoint(provider, only);
+  return provider;
+}
+
+/** Configuration of the one client, the claims from the login name, the features and lifetimes. */
+function devConfiguration(
+  client: DevClient,
+  redirectUris: readonly string[],
+  options: DevIdentityProviderOptions,
+): Configuration {
+  const refreshTokens = options.refreshTokens ?? true;
+  const unverified = new Set((options.unverifiedEmails ?? []).map((e) => e.toLowerCase()));
+  return {
     clients: [
       {
-        client_id: clientId,
-        client_secret: clientSecret,
+        client_id: client.id,
+        client_secret: client.secret,
         redirect_uris: [...redirectUris],
         grant_types: refreshTokens ? ['authorization_code', 'refresh_token'] : ['authorization_code'],
         response_types: ['code'],
@@ -85,87 +129,77 @@ export async function startDevIdentityProvider(options: DevIdentityProviderOptio
     }),
     features: {
       devInteractions: { enabled: true },
-      revocation: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
+      revocation: { enabled: true, allowedPolicy: (_ctx, c, token) => token.clientId === c.clientId },
       userinfo: { enabled: true },
     },
     pkce: { required: () => options.requirePkce ?? false },
-    issueRefreshToken: (_ctx, client) => refreshTokens && client.grantTypeAllowed('refresh_token'),
-    // The development provider grants every requested scope without a consent screen.
-    loadExistingGrant: async (ctx) => {
-      const grantId =
-        ctx.oidc.result?.consent?.grantId ?? ctx.oidc.session?.grantIdFor(ctx.oidc.client?.clientId ?? '');
-      if (grantId) {
-        const existing = await ctx.oidc.provider.Grant.find(grantId);
-        if (existing) return existing;
-      }
-      const grant = new ctx.oidc.provider.Grant({
-        clientId: ctx.oidc.client?.clientId,
-        accountId: ctx.oidc.session?.accountId,
-      });
-      grant.addOIDCScope('openid email profile');
-      await grant.save();
-      return grant;
-    },
+    issueRefreshToken: (_ctx, c) => refreshTokens && c.grantTypeAllowed('refresh_token'),
+    loadExistingGrant: grantEveryScope,
     ttl: { ...DEV_TTL, AccessToken: options.accessTokenTtlSeconds ?? 3600 },
     adapter: devStore(),
-    jwks,
+    jwks: client.jwks,
     cookies: { keys: [randomBytes(32).toString('hex')] },
     rotateRefreshToken: true,
-  });
-  const build = (): Provider => {
-    const given = typeof options.redirectUris === 'function' ? options.redirectUris() : options.redirectUris;
-    const provider = new Provider(
-      issuer.href.replace(/\/$/, ''),
-      configuration(given ?? ['http://localhost/callback']),
-    );
-    if (!given) {
-      provider.Client.prototype.redirectUriAllowed = (uri: string): boolean => {
-        try {
-          const url = new URL(uri);
-          return (url.protocol === 'http:' || url.protocol === 'https:') && isLoopbackHost(url.hostname);
-        } catch {
-          return false;
-        }
-      };
-    }
-    provider.on('grant.revoked', () => {
-      revocations.revokedGrants += 1;
-    });
-    provider.on('grant.success', (ctx) => {
-      if ((ctx.oidc.params as { grant_type?: string } | undefined)?.grant_type === 'refresh_token')
-        refreshes.count += 1;
-    });
-    provider.use(async (ctx, next) => {
-      if (ctx.path === '/token/revocation' && ctx.method === 'POST') revocations.requests += 1;
-      const only = options.onlyTokenEndpointAuthMethod;
-      if (only && ctx.path === '/token' && ctx.method === 'POST') {
-        const used = ctx.get('authorization') ? 'client_secret_basic' : 'client_secret_post';
-        if (used !== only) {
-          ctx.status = 401;
-          ctx.body = { error: 'invalid_client', error_description: `only ${only} is accepted here` };
-          return;
-        }
-      }
-      await next();
-    });
-    return provider;
   };
-  let handler: ReturnType<Provider['callback']> | undefined;
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    handler ??= build().callback();
-    void handler(req, res);
-  });
+}
 
-  return {
-    issuer,
-    clientId,
-    clientSecret,
-    revocations,
-    refreshes,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+/** The development provider grants every requested scope without a consent screen. */
+async function grantEveryScope(ctx: KoaContextWithOIDC): Promise<Grant> {
+  const grantId = ctx.oidc.result?.consent?.grantId ?? ctx.oidc.session?.grantIdFor(ctx.oidc.client?.clientId ?? '');
+  if (grantId) {
+    const existing = await ctx.oidc.provider.Grant.find(grantId);
+    if (existing) return existing;
+  }
+  const grant = new ctx.oidc.provider.Grant({
+    clientId: ctx.oidc.client?.clientId,
+    accountId: ctx.oidc.session?.accountId,
+  });
+  grant.addOIDCScope('openid email profile');
+  await grant.save();
+  return grant;
+}
+
+/** Without configured redirect URIs: any http(s) callback on a loopback host. */
+function allowLoopbackRedirects(provider: Provider): void {
+  provider.Client.prototype.redirectUriAllowed = (uri: string): boolean => {
+    try {
+      const url = new URL(uri);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && isLoopbackHost(url.hostname);
+    } catch {
+      return false;
+    }
   };
+}
+
+/** Counts revocation requests, revoked grants and refresh grants into `counts`. */
+function count(provider: Provider, counts: Counts): void {
+  provider.on('grant.revoked', () => {
+    counts.revocations.revokedGrants += 1;
+  });
+  provider.on('grant.success', (ctx) => {
+    if ((ctx.oidc.params as { grant_type?: string } | undefined)?.grant_type === 'refresh_token')
+      counts.refreshes.count += 1;
+  });
+  provider.use(async (ctx, next) => {
+    if (ctx.path === '/token/revocation' && ctx.method === 'POST') counts.revocations.requests += 1;
+    await next();
+  });
+}
+
+/** Refuses, as some providers do, a token request that authenticates the client the other way. */
+function acceptOnlyAtTokenEndpoint(
+  provider: Provider,
+  only: NonNullable<DevIdentityProviderOptions['onlyTokenEndpointAuthMethod']>,
+): void {
+  provider.use(async (ctx, next) => {
+    if (ctx.path === '/token' && ctx.method === 'POST') {
+      const used = ctx.get('authorization') ? 'client_secret_basic' : 'client_secret_post';
+      if (used !== only) {
+        ctx.status = 401;
+        ctx.body = { error: 'invalid_client', error_description: `only ${only} is accepted here` };
+        return;
+      }
+    }
+    await next();
+  });
 }
