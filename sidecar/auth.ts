@@ -6,11 +6,11 @@ import { errorText } from '../lib/errors.ts';
 import type { OAuthConfig } from '../lib/config/frontend.ts';
 import type { ShareRoute } from '../lib/share/spec.ts';
 import { refusalReason, sessionRefusal } from './email.ts';
-import { LoginStates } from './login-state.ts';
+import { LoginStates, type CompletedLogin, type LoginState } from './login-state.ts';
 import type { FrontendMetrics } from './metrics.ts';
 import { redirect, sendPage } from './pages.ts';
 import { createProviders } from './providers/index.ts';
-import { failureOf, ProviderError, type Provider, type ProviderFailure } from './providers/types.ts';
+import { failureOf, ProviderError, type LoginResult, type Provider, type ProviderFailure } from './providers/types.ts';
 import { allowedRedirect, shareUrl } from './redirects.ts';
 import {
   remoteRenewer,
@@ -29,6 +29,24 @@ import type { ShareSource } from '../lib/share/source.ts';
 
 /** Result of checking a request to an OAuth share: proceed with this session, or the response was sent. */
 export type AccessDecision = { readonly session: Session; readonly setCookie?: string } | 'handled';
+
+/** Why a login callback ends on an error page: its status, title, message and the logins metric's result. */
+class LoginFailure {
+  readonly status: number;
+  readonly message: string;
+  readonly result: string;
+  readonly title: string;
+
+  constructor(status: number, message: string, result: string, title = 'Login failed') {
+    this.status = status;
+    this.message = message;
+    this.result = result;
+    this.title = title;
+  }
+}
+
+/** A share that logs its visitors in. */
+type OAuthShare = ShareRoute & { readonly oauth: NonNullable<ShareRoute['oauth']> };
 
 /** A re-check is also due this close to the session's end, so an active visitor is renewed in time. */
 const RENEWAL_WINDOW_MS = 60_000;
@@ -401,15 +419,7 @@ export class Authenticator implements RenewService {
       sendPage(res, 404, 'Unknown provider', `No identity provider named ${providerName} is configured.`);
       return;
     }
-    // The login cookie after this callback: once the state is accepted, the other logins still
-    // under way in this browser (other tabs); a refused state leaves the cookie as it was.
-    const after: { loginCookie?: string } = {};
     const url = new URL(req.url ?? '/', this.config.endpointUrl);
-    const fail = (status: number, title: string, message: string, result: string): void => {
-      this.metrics.logins.inc({ provider: provider.name, result });
-      this.log.warn({ provider: provider.name, result, reason: message }, 'login failed');
-      sendPage(res, status, title, message, after.loginCookie ? { 'set-cookie': after.loginCookie } : {});
-    };
     const completed = await this.logins.complete(
       provider.name,
       url.searchParams.get('state') ?? undefined,
@@ -417,23 +427,59 @@ export class Authenticator implements RenewService {
       (token) => this.shares().lookup(token),
     );
     if (typeof completed === 'string') {
-      fail(400, 'Login failed', `${completed}. Open the share again to start a new login.`, 'invalid_state');
+      const message = `${completed}. Open the share again to start a new login.`;
+      // A refused state leaves the login cookie as it was.
+      this.loginFailed(res, provider, undefined, new LoginFailure(400, message, 'invalid_state'));
       return;
     }
-    after.loginCookie = completed.setCookie;
-    const share = this.shares().lookup(completed.state.share);
+    const ticket = await this.sessionTicket(provider, url, completed);
+    if (ticket instanceof LoginFailure) {
+      // The login cookie now keeps only the other logins still under way in this browser (other tabs).
+      this.loginFailed(res, provider, completed.setCookie, ticket);
+      return;
+    }
+    this.metrics.logins.inc({ provider: provider.name, result: 'success' });
+    this.log.info({ provider: provider.name, share: completed.state.share }, 'login succeeded');
+    const path = `/${provider.name}/auth/handover?ticket=${encodeURIComponent(ticket)}`;
+    redirect(res, shareUrl(completed.state.share, this.config.cookieDomain, this.config.endpointUrl, path), {
+      'set-cookie': completed.setCookie,
+    });
+  }
+
+  /** The hand-over ticket of the session a completed login makes, or why there is none. */
+  private async sessionTicket(provider: Provider, url: URL, completed: CompletedLogin): Promise<string | LoginFailure> {
+    const share = this.callbackShare(provider, completed.state);
+    if (share instanceof LoginFailure) return share;
+    const login = await this.providerLogin(provider, url, completed);
+    if (login instanceof LoginFailure) return login;
+    return this.handOverTicket(provider, share, login, completed);
+  }
+
+  /** The share a completed login was for, when it still exists as that share and uses this provider. */
+  private callbackShare(provider: Provider, state: LoginState): OAuthShare | LoginFailure {
+    const share = this.shares().lookup(state.share);
     if (!share?.oauth || share.oauth.provider !== provider.name) {
-      fail(400, 'Login failed', 'The share this login was for no longer uses this identity provider.', 'unknown_share');
-      return;
+      return new LoginFailure(
+        400,
+        'The share this login was for no longer uses this identity provider.',
+        'unknown_share',
+      );
     }
-    if (share.instance !== completed.state.instance) {
-      fail(400, 'Login failed', 'The share this login was for has been replaced by another share.', 'unknown_share');
-      return;
+    if (share.instance !== state.instance) {
+      return new LoginFailure(400, 'The share this login was for has been replaced by another share.', 'unknown_share');
     }
-    let result;
+    return share as OAuthShare;
+  }
+
+  /** The provider's side of the callback: the code exchanged, the identity it vouches for. */
+  private async providerLogin(
+    provider: Provider,
+    callbackUrl: URL,
+    completed: CompletedLogin,
+  ): Promise<LoginResult | LoginFailure> {
     try {
-      result = await provider.completeLogin({
-        callbackUrl: url,
+      return await provider.completeLogin({
+        callbackUrl,
         redirectUri: this.callbackUri(provider),
         nonce: completed.nonce,
         codeVerifier: completed.codeVerifier,
@@ -443,41 +489,54 @@ export class Authenticator implements RenewService {
       const message = err instanceof ProviderError ? err.message : 'unexpected error while talking to the provider';
       const code = failureOf(err);
       this.metrics.providerFailure(provider.name, 'login', code);
-      fail(code === 'invalid_token' ? 401 : 502, 'Login failed', message, code);
-      return;
+      return new LoginFailure(code === 'invalid_token' ? 401 : 502, message, code);
     }
-    const refused = refusalReason(result.identity, share.oauth);
-    if (refused) {
-      fail(403, 'Access refused', refused, 'refused');
-      return;
-    }
+  }
+
+  /**
+   * The hand-over ticket of the session this login makes, when the share admits the identity and
+   * the session can be stored.
+   */
+  private handOverTicket(
+    provider: Provider,
+    share: OAuthShare,
+    login: LoginResult,
+    completed: CompletedLogin,
+  ): string | LoginFailure {
+    const refused = refusalReason(login.identity, share.oauth);
+    if (refused) return new LoginFailure(403, refused, 'refused', 'Access refused');
     const now = this.clock.now();
     const session: Session = {
       id: randomBytes(12).toString('base64url'),
       share: share.token,
       instance: share.instance,
       provider: provider.name,
-      email: result.identity.email,
+      email: login.identity.email,
       expiresAt: now + this.config.sessionLifetimeMs,
       checkedAt: now,
-      tokens: result.tokens,
+      tokens: login.tokens,
     };
-    let handOver: string;
     try {
       // The session as the cookie will store it (large tokens dropped the same way), so that a
       // session that fits a cookie fits the hand-over, and one that does not fails here.
       const stored = this.sessions.fit(session);
-      handOver = this.handOvers.ticket(stored, completed.state.bind, completed.state.path);
+      return this.handOvers.ticket(stored, completed.state.bind, completed.state.path);
     } catch (err) {
-      fail(500, 'Login failed', `the session cannot be stored: ${errorText(err)}`, 'session_too_large');
-      return;
+      return new LoginFailure(500, `the session cannot be stored: ${errorText(err)}`, 'session_too_large');
     }
-    this.metrics.logins.inc({ provider: provider.name, result: 'success' });
-    this.log.info({ provider: provider.name, share: share.token }, 'login succeeded');
-    const path = `/${provider.name}/auth/handover?ticket=${encodeURIComponent(handOver)}`;
-    redirect(res, shareUrl(share.token, this.config.cookieDomain, this.config.endpointUrl, path), {
-      'set-cookie': completed.setCookie,
-    });
+  }
+
+  /** A login that ends on an error page: counted, logged (the reason, never a token) and shown. */
+  private loginFailed(
+    res: ServerResponse,
+    provider: Provider,
+    loginCookie: string | undefined,
+    failure: LoginFailure,
+  ): void {
+    const { status, title, message, result } = failure;
+    this.metrics.logins.inc({ provider: provider.name, result });
+    this.log.warn({ provider: provider.name, result, reason: message }, 'login failed');
+    sendPage(res, status, title, message, loginCookie ? { 'set-cookie': loginCookie } : {});
   }
 
   /** `GET /<provider>/logout[?redirect_url=…]` (seed "Logout rules"): idempotent, revocation best-effort. */
