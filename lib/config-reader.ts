@@ -54,15 +54,26 @@ export class ConfigReader {
     path: string,
     options: { required?: boolean; minLength?: number } = {},
   ): string | undefined {
-    const value = obj[key];
-    const at = join(path, key);
+    return this.stringAt(obj[key], join(path, key), options, key);
+  }
+
+  /**
+   * A string given as a value at the field path `at` (the other readers take a mapping and a key);
+   * `name` says whether it is a secret's, whose value a problem never quotes (default: `at`).
+   */
+  stringAt(
+    value: unknown,
+    at: string,
+    options: { required?: boolean; minLength?: number } = {},
+    name = at,
+  ): string | undefined {
     if (value === undefined || value === null || value === '') {
       if (options.required !== false) this.problem(at, 'required', 'required');
       return undefined;
     }
     if (typeof value !== 'string') {
       // A secret written unquoted (digits, `yes`) is still a secret: name its type, never its value.
-      this.problem(at, `must be a string, got ${isSecretName(key) ? describeType(value) : describe(value)}`);
+      this.problem(at, `must be a string, got ${isSecretName(name) ? describeType(value) : describe(value)}`);
       return undefined;
     }
     if (options.minLength !== undefined && value.length < options.minLength) {
@@ -73,8 +84,11 @@ export class ConfigReader {
   }
 
   boolean(obj: Obj, key: string, path: string, options: { required?: boolean } = {}): boolean | undefined {
-    const value = obj[key];
-    const at = join(path, key);
+    return this.booleanAt(obj[key], join(path, key), options);
+  }
+
+  /** A boolean given as a value at the field path `at`. */
+  booleanAt(value: unknown, at: string, options: { required?: boolean } = {}): boolean | undefined {
     if (value === undefined || value === null) {
       if (options.required !== false) this.problem(at, 'required', 'required');
       return undefined;
@@ -92,8 +106,15 @@ export class ConfigReader {
     path: string,
     options: { required?: boolean; nonEmpty?: boolean } = {},
   ): string[] | undefined {
-    const value = obj[key];
-    const at = join(path, key);
+    return this.stringArrayAt(obj[key], join(path, key), options);
+  }
+
+  /** A list of non-empty strings given as a value at the field path `at`. */
+  stringArrayAt(
+    value: unknown,
+    at: string,
+    options: { required?: boolean; nonEmpty?: boolean } = {},
+  ): string[] | undefined {
     if (value === undefined || value === null) {
       if (options.required !== false) this.problem(at, 'required', 'required');
       return undefined;
@@ -122,6 +143,13 @@ export class ConfigReader {
     const text = this.string(obj, key, path, options);
     if (text === undefined) return undefined;
     return this.parseUrl(text, join(path, key));
+  }
+
+  /** An http(s) URL given as a value at the field path `at`. */
+  urlAt(value: unknown, at: string, options: { required?: boolean } = {}): URL | undefined {
+    const text = this.stringAt(value, at, options);
+    if (text === undefined) return undefined;
+    return this.parseUrl(text, at);
   }
 
   parseUrl(text: string, at: string): URL | undefined {

@@ -202,5 +202,15 @@ describe('validateShareSpec', () => {
       'oauthEmailAddressPatterns: must be a list of non-empty strings',
       'oauthCheckInterval: must be a string, got number 30',
     ]);
+    // A token is a secret's name: its value is never quoted, under any surface's path.
+    for (const [fields, under, path] of [
+      [CONFIG_FILE_SHARE_FIELDS, 'shares[3]', 'shares[3].token'],
+      [CLI_SHARE_FIELDS, '', '<token>'],
+      [CRD_SHARE_FIELDS, '', 'spec.token'],
+    ] as const) {
+      expect(textsOf(validateShareSpec({ token: 123456, target: 'http://x' }, fields, {}, under))).toEqual([
+        `${path}: must be a string, got a number`,
+      ]);
+    }
   });
 });

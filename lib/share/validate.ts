@@ -98,8 +98,9 @@ const TOKEN_RULE = 'must be a DNS label: lower-case letters, digits and -, at mo
  * (`shares[]`), the CLI, the API body (both executors), the Share object. Every problem is returned
  * at once, each with the surface's field path, a stable code and the same message for the same
  * mistake; the surface's adapter only renames fields (`names`) and says what it can create
- * (`rules`); `under` prefixes every path (a config file's `shares[0]`). Order: token, share mode, backend mode (tcp private only), target, web volume, OAuth provider, OAuth on a
- * private share, email patterns, check interval, web listing.
+ * (`rules`); `under` prefixes every path (a config file's `shares[0]`). Order: token, share mode,
+ * backend mode (tcp private only), target, web volume, OAuth provider, OAuth on a private share,
+ * email patterns, check interval, web listing.
  */
 export function validateShareSpec(
   input: ShareInput,
@@ -108,80 +109,20 @@ export function validateShareSpec(
   under = '',
 ): Result<ValidShareSpec> {
   const r = new ConfigReader();
-  /** Problem paths: the field names under `under` (a config file's `shares[0]`). */
-  const names = under ? pathsUnder(under, fieldNames) : fieldNames;
-  /** Reads one field with the config reader's wording, at the surface's path. */
-  const field = (f: ShareField): Record<string, unknown> => ({ [names[f]]: input[f] });
-  const given = (f: ShareField): boolean => input[f] !== undefined && input[f] !== null;
-
-  const token = given('token') || rules.tokenRequired ? r.string(field('token'), names.token, '') : undefined;
-  if (token !== undefined && !SHARE_TOKEN.test(token)) r.problem(names.token, TOKEN_RULE);
-  const shareMode = oneOf(r, input.shareMode ?? 'public', names.shareMode, SHARE_MODES);
-  const backendMode = backendModeOf(r, input.backendMode ?? 'proxy', names.backendMode, rules);
-  if (backendMode === 'tcp' && shareMode === 'public') {
-    r.problem(
-      names.backendMode,
-      `tcp applies to private shares only: a TCP share is reached through an access, never on the public frontend (got ${fieldNames.shareMode} public)`,
-      'not_allowed',
-    );
-  }
-
-  let target: string | undefined;
-  let targetUrl: URL | undefined;
-  if (rules.targetElsewhere) {
-    target = '';
-  } else if (backendMode === 'web') {
-    target = r.string(field('target'), names.target, '');
-    const wrong = target !== undefined ? rules.webTarget?.(target) : undefined;
-    if (wrong) r.problem(names.target, wrong.message, wrong.code);
-  } else if (backendMode === 'tcp') {
-    target = r.string(field('target'), names.target, '');
-    if (target !== undefined && !parseTcpTarget(target)) r.problem(names.target, tcpTargetProblem(target));
-  } else {
-    targetUrl = r.url(field('target'), names.target, '');
-    target = typeof input.target === 'string' ? input.target : undefined;
-  }
-  const webVolume = rules.webVolume ? webVolumeOf(r, input.webVolume, backendMode, names, fieldNames) : undefined;
-
-  const provider = r.string(field('oauthProvider'), names.oauthProvider, '', { required: false });
-  const wantsOAuth = given('oauthProvider') || given('oauthEmailAddressPatterns') || given('oauthCheckInterval');
-  if (provider === undefined && (given('oauthEmailAddressPatterns') || given('oauthCheckInterval'))) {
-    r.problem(
-      names.oauthProvider,
-      `required when ${fieldNames.oauthEmailAddressPatterns} or ${fieldNames.oauthCheckInterval} is set`,
-      'required',
-    );
-  }
-  const known = rules.providerNames;
-  if (provider !== undefined && known && !known.includes(provider)) {
-    r.problem(
-      names.oauthProvider,
-      `unknown provider ${JSON.stringify(provider)} (configured: ${known.join(', ') || 'none'})`,
-      'unknown_provider',
-    );
-  }
-  if (wantsOAuth && shareMode === 'private') {
-    r.problem(
-      names.oauthProvider,
-      'OAuth options apply to public shares only (a private share is reached through an access)',
-      'not_allowed',
-    );
-  }
-  const patterns = r.stringArray(field('oauthEmailAddressPatterns'), names.oauthEmailAddressPatterns, '', {
-    required: false,
-  });
-  const emailPatterns = emailGlobsOf(r, patterns, names.oauthEmailAddressPatterns);
-  const checkInterval = r.string(field('oauthCheckInterval'), names.oauthCheckInterval, '', { required: false });
-  const checkIntervalMs = parseDuration(checkInterval ?? DEFAULT_CHECK_INTERVAL);
-  if (checkIntervalMs === undefined) {
-    r.problem(names.oauthCheckInterval, `must be a duration such as 30m or 3h, got ${JSON.stringify(checkInterval)}`);
-  }
-  const webListing = r.boolean(field('webListing'), names.webListing, '', { required: false }) ?? false;
-  if (webListing && backendMode !== 'web') {
-    r.problem(names.webListing, `applies to ${fieldNames.backendMode} web only`, 'not_allowed');
-  }
-
-  if (r.problems.length > 0 || !shareMode || !backendMode || target === undefined || checkIntervalMs === undefined) {
+  const share: ShareReading = {
+    r,
+    input,
+    paths: under ? pathsUnder(under, fieldNames) : fieldNames,
+    fieldNames,
+    rules,
+  };
+  const token = tokenOf(share);
+  const { shareMode, backendMode } = modesOf(share);
+  const { target, targetUrl } = targetOf(share, backendMode);
+  const webVolume = rules.webVolume ? webVolumeOf(r, input.webVolume, backendMode, share.paths, fieldNames) : undefined;
+  const oauth = oauthOf(share, shareMode);
+  const webListing = webListingOf(share, backendMode);
+  if (r.problems.length > 0 || !shareMode || !backendMode || target === undefined || oauth === undefined) {
     return { ok: false, problems: r.problems };
   }
   return {
@@ -192,21 +133,138 @@ export function validateShareSpec(
       backendMode,
       target,
       ...(targetUrl ? { targetUrl } : {}),
-      ...(provider !== undefined
-        ? {
-            oauth: {
-              provider,
-              emailAddressPatterns: patterns ?? [],
-              emailPatterns,
-              ...(checkInterval !== undefined ? { checkInterval } : {}),
-              checkIntervalMs,
-            },
-          }
-        : {}),
+      ...(oauth !== 'none' ? { oauth } : {}),
       webListing,
       ...(webVolume ? { webVolume } : {}),
     },
   };
+}
+
+/** One share being read: the reader collecting problems, the input, its problem paths and names, the surface's rules. */
+interface ShareReading {
+  readonly r: ConfigReader;
+  readonly input: ShareInput;
+  /** Problem paths: the surface's field names under `under` (a config file's `shares[0]`). */
+  readonly paths: ShareFieldNames;
+  /** The surface's field names, for messages that name another field. */
+  readonly fieldNames: ShareFieldNames;
+  readonly rules: ShareRules;
+}
+
+function given(input: ShareInput, f: ShareField): boolean {
+  return input[f] !== undefined && input[f] !== null;
+}
+
+/** The token, when given or required: a DNS label. */
+function tokenOf({ r, input, paths, rules }: ShareReading): string | undefined {
+  if (!given(input, 'token') && !rules.tokenRequired) return undefined;
+  const token = r.stringAt(input.token, paths.token);
+  if (token !== undefined && !SHARE_TOKEN.test(token)) r.problem(paths.token, TOKEN_RULE);
+  return token;
+}
+
+/** Share and backend mode (defaults public and proxy); tcp only for a private share. */
+function modesOf({ r, input, paths, fieldNames, rules }: ShareReading): {
+  shareMode: ShareMode | undefined;
+  backendMode: BackendMode | undefined;
+} {
+  const shareMode = oneOf(r, input.shareMode ?? 'public', paths.shareMode, SHARE_MODES);
+  const backendMode = backendModeOf(r, input.backendMode ?? 'proxy', paths.backendMode, rules);
+  if (backendMode === 'tcp' && shareMode === 'public') {
+    r.problem(
+      paths.backendMode,
+      `tcp applies to private shares only: a TCP share is reached through an access, never on the public frontend (got ${fieldNames.shareMode} public)`,
+      'not_allowed',
+    );
+  }
+  return { shareMode, backendMode };
+}
+
+/** The target as the backend mode reads it: a folder (web), `host:port` (tcp), a URL (proxy), or none here. */
+function targetOf(
+  { r, input, paths, rules }: ShareReading,
+  backendMode: BackendMode | undefined,
+): { target: string | undefined; targetUrl?: URL | undefined } {
+  if (rules.targetElsewhere) return { target: '' };
+  if (backendMode === 'web') {
+    const target = r.stringAt(input.target, paths.target);
+    const wrong = target !== undefined ? rules.webTarget?.(target) : undefined;
+    if (wrong) r.problem(paths.target, wrong.message, wrong.code);
+    return { target };
+  }
+  if (backendMode === 'tcp') {
+    const target = r.stringAt(input.target, paths.target);
+    if (target !== undefined && !parseTcpTarget(target)) r.problem(paths.target, tcpTargetProblem(target));
+    return { target };
+  }
+  const targetUrl = r.urlAt(input.target, paths.target);
+  return { target: typeof input.target === 'string' ? input.target : undefined, targetUrl };
+}
+
+/**
+ * The OAuth settings: `'none'` without a provider, undefined when the check interval is not a
+ * duration (the other problems are recorded and leave the settings as far as they could be read).
+ */
+function oauthOf(share: ShareReading, shareMode: ShareMode | undefined): ValidShareSpec['oauth'] | 'none' | undefined {
+  const { r, input, paths } = share;
+  const provider = providerOf(share);
+  const wantsOAuth =
+    given(input, 'oauthProvider') || given(input, 'oauthEmailAddressPatterns') || given(input, 'oauthCheckInterval');
+  if (wantsOAuth && shareMode === 'private') {
+    r.problem(
+      paths.oauthProvider,
+      'OAuth options apply to public shares only (a private share is reached through an access)',
+      'not_allowed',
+    );
+  }
+  const patterns = r.stringArrayAt(input.oauthEmailAddressPatterns, paths.oauthEmailAddressPatterns, {
+    required: false,
+  });
+  const emailPatterns = emailGlobsOf(r, patterns, paths.oauthEmailAddressPatterns);
+  const checkInterval = r.stringAt(input.oauthCheckInterval, paths.oauthCheckInterval, { required: false });
+  const checkIntervalMs = parseDuration(checkInterval ?? DEFAULT_CHECK_INTERVAL);
+  if (checkIntervalMs === undefined) {
+    r.problem(paths.oauthCheckInterval, `must be a duration such as 30m or 3h, got ${JSON.stringify(checkInterval)}`);
+    return undefined;
+  }
+  if (provider === undefined) return 'none';
+  return {
+    provider,
+    emailAddressPatterns: patterns ?? [],
+    emailPatterns,
+    ...(checkInterval !== undefined ? { checkInterval } : {}),
+    checkIntervalMs,
+  };
+}
+
+/** The OAuth provider: required with the other OAuth options, and one the surface knows (when it knows them). */
+function providerOf({ r, input, paths, fieldNames, rules }: ShareReading): string | undefined {
+  const provider = r.stringAt(input.oauthProvider, paths.oauthProvider, { required: false });
+  if (provider === undefined && (given(input, 'oauthEmailAddressPatterns') || given(input, 'oauthCheckInterval'))) {
+    r.problem(
+      paths.oauthProvider,
+      `required when ${fieldNames.oauthEmailAddressPatterns} or ${fieldNames.oauthCheckInterval} is set`,
+      'required',
+    );
+  }
+  const known = rules.providerNames;
+  if (provider !== undefined && known && !known.includes(provider)) {
+    r.problem(
+      paths.oauthProvider,
+      `unknown provider ${JSON.stringify(provider)} (configured: ${known.join(', ') || 'none'})`,
+      'unknown_provider',
+    );
+  }
+  return provider;
+}
+
+/** Web listing (default off): for a web share only. */
+function webListingOf({ r, input, paths, fieldNames }: ShareReading, backendMode: BackendMode | undefined): boolean {
+  const webListing = r.booleanAt(input.webListing, paths.webListing, { required: false }) ?? false;
+  if (webListing && backendMode !== 'web') {
+    r.problem(paths.webListing, `applies to ${fieldNames.backendMode} web only`, 'not_allowed');
+  }
+  return webListing;
 }
 
 /** A glob for a mailbox: one `@` and no whitespace, as the Share schema's pattern (crds/) demands everywhere. */
