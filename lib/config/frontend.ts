@@ -156,23 +156,91 @@ export function readOAuth(
   const o = r.object(value, path);
   if (!o) return undefined;
   r.unknownKeys(o, path, OAUTH_KEYS);
-  const sharePod = isSharePod(o);
-  if (sharePod && !options.sharePod)
+  const role = readRole(r, o, path, options);
+  const bindAddress = r.bindAddress(o, 'bind_address', path);
+  const endpointUrl = readEndpointUrl(r, o, path);
+  const { cookieName, cookieDomain } = readCookie(r, o, path, endpointUrl);
+  const sessionLifetimeMs = r.duration(o, 'session_lifetime', path);
+  const intermediateLifetimeMs = r.duration(o, 'intermediate_lifetime', path);
+  const { signingKey, encryptionKey } = readSealingKeys(r, o, path);
+  const providers = readProviders(r, o.providers, join(path, 'providers'), { secretless: role.sharePod });
+  if (
+    !role.complete ||
+    !bindAddress ||
+    !endpointUrl ||
+    !cookieName ||
+    !cookieDomain ||
+    !sessionLifetimeMs ||
+    !intermediateLifetimeMs ||
+    !signingKey ||
+    !encryptionKey ||
+    !providers
+  ) {
+    return undefined;
+  }
+  return {
+    bindAddress,
+    endpointUrl,
+    cookieName,
+    cookieDomain,
+    sessionLifetimeMs,
+    intermediateLifetimeMs,
+    signingKey,
+    encryptionKey,
+    providers,
+    ...(role.authService ? { authService: role.authService } : {}),
+    ...(role.internalAddress ? { internalAddress: role.internalAddress } : {}),
+  };
+}
+
+/**
+ * Whose section this is: a share pod's (`auth_service`, where allowed) or the installation's (with
+ * an optional `internal_address` for share pods to ask). `complete` is false when the role's
+ * settings could not be read.
+ */
+function readRole(
+  r: ConfigReader,
+  o: Record<string, unknown>,
+  path: string,
+  options: { sharePod?: boolean },
+): { sharePod: boolean; complete: boolean; authService?: AuthServiceConfig; internalAddress?: ListenAddress } {
+  if (!isSharePod(o)) {
+    if (o.internal_address === undefined) return { sharePod: false, complete: true };
+    const internalAddress = r.bindAddress(o, 'internal_address', path);
+    return {
+      sharePod: false,
+      complete: internalAddress !== undefined,
+      ...(internalAddress ? { internalAddress } : {}),
+    };
+  }
+  if (!options.sharePod)
     r.problem(join(path, 'auth_service'), "only a share pod's frontend config (svc frontend) takes it", 'not_allowed');
-  const authService = sharePod ? readAuthService(r, o.auth_service, join(path, 'auth_service')) : undefined;
-  if (sharePod && o.internal_address !== undefined)
+  const authService = readAuthService(r, o.auth_service, join(path, 'auth_service'));
+  if (o.internal_address !== undefined)
     r.problem(
       join(path, 'internal_address'),
       'only the auth endpoint (installation keys) serves share pods; remove it or auth_service',
       'not_allowed',
     );
-  const internalAddress =
-    !sharePod && o.internal_address !== undefined ? r.bindAddress(o, 'internal_address', path) : undefined;
-  const bindAddress = r.bindAddress(o, 'bind_address', path);
+  return { sharePod: true, complete: authService !== undefined, ...(authService ? { authService } : {}) };
+}
+
+/** `endpoint_url`: a base URL, where logins start and come back. */
+function readEndpointUrl(r: ConfigReader, o: Record<string, unknown>, path: string): URL | undefined {
   const endpointUrl = r.url(o, 'endpoint_url', path);
   if (endpointUrl && (endpointUrl.pathname !== '/' || endpointUrl.search || endpointUrl.hash || endpointUrl.username)) {
     r.problem(join(path, 'endpoint_url'), 'must be a base URL without path, query, fragment or credentials');
   }
+  return endpointUrl;
+}
+
+/** The session cookie's name, and its domain (without a leading dot), which must hold the endpoint's host. */
+function readCookie(
+  r: ConfigReader,
+  o: Record<string, unknown>,
+  path: string,
+  endpointUrl: URL | undefined,
+): { cookieName: string | undefined; cookieDomain: string | undefined } {
   const cookieName = r.string(o, 'cookie_name', path);
   if (cookieName !== undefined && !COOKIE_NAME.test(cookieName)) {
     r.problem(join(path, 'cookie_name'), "must be a valid cookie name (letters, digits, and !#$%&'*+-.^_`|~)");
@@ -191,42 +259,21 @@ export function readOAuth(
       `must contain the endpoint_url host ${endpointUrl.hostname}, so the session cookie reaches the callback and logout`,
     );
   }
-  const sessionLifetimeMs = r.duration(o, 'session_lifetime', path);
-  const intermediateLifetimeMs = r.duration(o, 'intermediate_lifetime', path);
+  return { cookieName, cookieDomain: bareDomain };
+}
+
+/** The sealing keys: long enough, and two different ones. */
+function readSealingKeys(
+  r: ConfigReader,
+  o: Record<string, unknown>,
+  path: string,
+): { signingKey: string | undefined; encryptionKey: string | undefined } {
   const signingKey = r.string(o, 'signing_key', path, { minLength: 32 });
   const encryptionKey = r.string(o, 'encryption_key', path, { minLength: 24 });
   if (signingKey !== undefined && signingKey === encryptionKey) {
     r.problem(join(path, 'encryption_key'), 'must differ from signing_key');
   }
-  const providers = readProviders(r, o.providers, join(path, 'providers'), { secretless: sharePod });
-  if (
-    (sharePod && !authService) ||
-    (!sharePod && o.internal_address !== undefined && !internalAddress) ||
-    !bindAddress ||
-    !endpointUrl ||
-    !cookieName ||
-    !bareDomain ||
-    !sessionLifetimeMs ||
-    !intermediateLifetimeMs ||
-    !signingKey ||
-    !encryptionKey ||
-    !providers
-  ) {
-    return undefined;
-  }
-  return {
-    bindAddress,
-    endpointUrl,
-    cookieName,
-    cookieDomain: bareDomain,
-    sessionLifetimeMs,
-    intermediateLifetimeMs,
-    signingKey,
-    encryptionKey,
-    providers,
-    ...(authService ? { authService } : {}),
-    ...(internalAddress ? { internalAddress } : {}),
-  };
+  return { signingKey, encryptionKey };
 }
 
 /** `oauth.auth_service`: the auth endpoint's internal base URL and this share's credential. */
