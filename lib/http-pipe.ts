@@ -1,4 +1,4 @@
-import type { ClientRequest, IncomingMessage, RequestOptions, ServerResponse } from 'node:http';
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, RequestOptions, ServerResponse } from 'node:http';
 import type * as Https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { ShareCookies } from './backend-cookies.ts';
@@ -293,10 +293,16 @@ export function joinPath(prefix: string, path: string): string {
 export function applyBackendHeaders(req: IncomingMessage, headers: BackendHeaders): void {
   const target = req.headers;
   for (const name of Object.keys(target)) delete target[name];
+  addBackendHeaders(target, headers);
+}
+
+/** `headers` added to `target` (and returned), a name given more than once as the list of its values. */
+export function addBackendHeaders(target: IncomingHttpHeaders, headers: BackendHeaders): IncomingHttpHeaders {
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
     const value = headers[i + 1] as string;
     const earlier = target[name];
     target[name] = earlier === undefined ? value : [...(Array.isArray(earlier) ? earlier : [earlier]), value];
   }
+  return target;
 }

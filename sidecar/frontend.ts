@@ -135,11 +135,13 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
   const routing = { endpointHost: endpointUrl.hostname, domain, shares };
   const cookieName = options.oauth?.cookieName;
   fast.path = new FastPath({
-    // A share with a plain-HTTP backend, and a session that needs no I/O when it asks for a login.
-    // A share the agent's request inspector records is recorded there too (fast-path/recording.ts).
+    // A share with a plain-HTTP backend or a tunnelled one, and a session that needs no I/O when it
+    // asks for a login. A share the agent's request inspector records is recorded there too
+    // (fast-path/recording.ts); a tunnelled share is recorded by its agent.
     route: (request) => {
       const share = shareHostNamed(routableHostname(request.host, request.url), routing)?.share;
-      if (!share || !(share.target instanceof URL) || share.target.protocol !== 'http:') return undefined;
+      const target = share && (share.target instanceof URL ? share.target : share.target.streams);
+      if (!share || !target || (target instanceof URL && target.protocol !== 'http:')) return undefined;
       let session: Session | undefined;
       if (share.oauth) {
         if (shareAuthPath(request.url, share.oauth.provider)) return undefined;
@@ -147,7 +149,7 @@ export async function startFrontend(options: FrontendOptions): Promise<RunningFr
         if (!session) return undefined;
       }
       return {
-        target: share.target,
+        target,
         share: share.token,
         headers: backendHeaders(request, cookieName, session, endpointUrl),
         cookies: cookies.forShare(share.token),

@@ -53,6 +53,32 @@ export const BACKEND_PAGES = {
   },
 } as const satisfies Record<string, Page>;
 
+/** What a visitor of a tunnelled share sees when its agent cannot answer, on either of the frontend's paths. */
+export const TUNNEL_PAGES = {
+  offline: {
+    status: 503,
+    title: 'Share offline',
+    message:
+      'The machine that publishes this share is not connected right now. The share is not deleted: try again in a moment.',
+  },
+  busy: {
+    status: 503,
+    title: 'Share busy',
+    message: 'This share is handling too many requests at once. Try again in a moment.',
+  },
+  unreachable: {
+    status: 502,
+    title: 'Backend unreachable',
+    message: 'The service behind this share is not answering. Try again later.',
+  },
+  timeout: { status: 504, title: 'Backend timeout', message: 'The service behind this share did not answer in time.' },
+} as const satisfies Record<string, Page>;
+
+/** Headers of a tunnel page: a 503 asks the visitor to come back in a few seconds. */
+export function tunnelPageHeaders(page: Page): Record<string, string> {
+  return page.status === 503 ? { 'retry-after': '5' } : {};
+}
+
 /** Every page's headers but its length: no caching, nothing loaded, no framing, no sniffing. */
 const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
@@ -72,12 +98,14 @@ function pageBody(status: number, title: string, message: string): string {
 
 /**
  * `sendPage`'s page as the bytes of a whole HTTP/1.1 response, for the fast path (which writes to
- * the socket itself); `close` adds `connection: close` when the connection ends after it.
+ * the socket itself); `close` adds `connection: close` when the connection ends after it, and
+ * `extraHeaders` come first, as `sendPage` writes them.
  */
-export function rawPage(page: Page, close: boolean): Buffer {
+export function rawPage(page: Page, close: boolean, extraHeaders: Record<string, string> = {}): Buffer {
   const { status, title, message } = page;
   const body = pageBody(status, title, message);
   let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
+  for (const [name, value] of Object.entries(extraHeaders)) head += `${name}: ${value}\r\n`;
   for (const [name, value] of Object.entries(PAGE_HEADERS)) head += `${name}: ${value}\r\n`;
   head += `content-length: ${Buffer.byteLength(body)}\r\n${close ? 'connection: close\r\n' : ''}\r\n`;
   return Buffer.from(head + body);

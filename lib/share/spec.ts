@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { ShareCookies } from '../backend-cookies.ts';
 import type { ExchangeRecorder } from '../exchange-observer.ts';
 import type { EmailGlob } from '../glob.ts';
+import type { TunnelStreams } from '../tunnel/stream-target.ts';
 
 export type ShareMode = 'public' | 'private';
 export const SHARE_MODES: readonly ShareMode[] = ['public', 'private'];
@@ -29,6 +30,8 @@ export interface ShareUpstream {
    */
   web(req: IncomingMessage, res: ServerResponse, setCookie: string | undefined, cookies?: ShareCookies): void;
   ws(req: IncomingMessage, socket: Duplex, head: Buffer, cookies?: ShareCookies): void;
+  /** The tunnel's streams, for requests the frontend's fast path takes; without it every request goes through `web`. */
+  readonly streams?: TunnelStreams;
 }
 
 /** One share the frontend serves at `<token>.<cookie_domain>`. */

@@ -27,6 +27,8 @@ export interface TrafficMinute {
 /** Counts a share's requests as they end (ShareTraffic here, a replica's TrafficTally to report). */
 export interface TrafficCounter {
   track(token: string, req: IncomingMessage, res: ServerResponse): void;
+  /** Counts one request whose response is over (the fast path, which has no ServerResponse to watch). */
+  record(token: string, failed: boolean, bytesIn: number, bytesOut: number): void;
 }
 
 /** The counts of one minute without its start. */

@@ -6,10 +6,9 @@ import type { ShareCookies } from '../backend-cookies.ts';
 import { ROUTE_HEADER, TCP_PROTOCOL, tunnelHeaders, type TunnelRoute } from './protocol.ts';
 import { forwardTcpStream } from './tcp-relay.ts';
 import { declaredLength, onceSettled, relayBody, resetStream } from './relay.ts';
-import { TunnelUnavailable, type StreamTarget } from './stream-target.ts';
+import { TunnelUnavailable, type ForwardFailure, type StreamTarget } from './stream-target.ts';
 
-/** Why a request could not be answered by the agent. */
-export type ForwardFailure = 'busy' | 'unreachable' | 'timeout';
+export type { ForwardFailure };
 
 export interface ForwardOptions {
   readonly route: TunnelRoute;
@@ -168,9 +167,14 @@ export function forwardStream(
   incoming.on('close', () => resetStream(outgoing));
 }
 
-function openStream(target: StreamTarget, headers: OutgoingHttpHeaders): ClientHttp2Stream | ForwardFailure {
+/** Opens a stream on `target`, or says why it cannot. */
+export function openStream(
+  target: StreamTarget,
+  headers: OutgoingHttpHeaders,
+  endStream = false,
+): ClientHttp2Stream | ForwardFailure {
   try {
-    return target.open(headers);
+    return target.open(headers, endStream);
   } catch (err) {
     if (err instanceof TunnelUnavailable) return err.reason === 'busy' ? 'busy' : 'unreachable';
     return 'unreachable';
@@ -198,7 +202,7 @@ export function rejectSocket(socket: Duplex, status: number, text: string): void
 }
 
 /** A response's headers with the backend's Set-Cookie values passed through `cookies` (and no Set-Cookie2). */
-function withCookies(headers: OutgoingHttpHeaders, cookies: ShareCookies | undefined): OutgoingHttpHeaders {
+export function withCookies(headers: OutgoingHttpHeaders, cookies: ShareCookies | undefined): OutgoingHttpHeaders {
   delete headers['set-cookie2'];
   const set = headers['set-cookie'];
   if (set === undefined || !cookies) return headers;

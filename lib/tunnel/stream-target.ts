@@ -8,8 +8,30 @@ import { SvcError } from '../errors.ts';
  * that holds the tunnel.
  */
 export interface StreamTarget {
-  /** Opens one stream; throws `TunnelUnavailable` when the cap is reached or the connection is gone. */
-  open(headers: OutgoingHttpHeaders): ClientHttp2Stream;
+  /**
+   * Opens one stream; throws `TunnelUnavailable` when the cap is reached or the connection is gone.
+   * `endStream`: the request has no body (its HEADERS frame ends the stream; no empty DATA frame).
+   */
+  open(headers: OutgoingHttpHeaders, endStream?: boolean): ClientHttp2Stream;
+}
+
+/** Why a request could not be answered by the agent (lib/tunnel/forward.ts). */
+export type ForwardFailure = 'busy' | 'unreachable' | 'timeout';
+
+/**
+ * A tunnelled share as the frontend's fast path reaches it (sidecar/fast-path/tunnel-exchange.ts):
+ * the agent's streams, found again for every request, and what the share's slow path does besides
+ * forwarding (its failure log, its traffic counters).
+ */
+export interface TunnelStreams {
+  /** Where the share's agent is now; undefined while it holds no tunnel (the visitor gets "Share offline"). */
+  find(): StreamTarget | undefined;
+  /** A stream with no data either way for this long is cancelled. */
+  readonly idleMs: number;
+  /** A request the agent could not answer (logged as the slow path logs it). */
+  failed(failure: ForwardFailure): void;
+  /** Counts one request when its response is over (lib/share/traffic.ts), when the frontend counts traffic. */
+  readonly record?: (failed: boolean, bytesIn: number, bytesOut: number) => void;
 }
 
 export type Unavailability = 'busy' | 'closed';
@@ -42,7 +64,7 @@ export class CappedSession implements StreamTarget {
     return this.active;
   }
 
-  open(headers: OutgoingHttpHeaders): ClientHttp2Stream {
+  open(headers: OutgoingHttpHeaders, endStream = false): ClientHttp2Stream {
     if (this.session.closed || this.session.destroyed) {
       throw new TunnelUnavailable('closed', 'the tunnel is closed');
     }
@@ -52,7 +74,7 @@ export class CappedSession implements StreamTarget {
     }
     let stream: ClientHttp2Stream;
     try {
-      stream = this.session.request(headers, { endStream: false });
+      stream = this.session.request(headers, { endStream });
     } catch (err) {
       throw new TunnelUnavailable('closed', `the tunnel cannot open a stream: ${(err as Error).message}`);
     }

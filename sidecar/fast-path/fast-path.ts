@@ -10,6 +10,7 @@ import {
   type BackendHeaders,
 } from '../../lib/http-pipe.ts';
 import type { Logger } from '../../lib/logger.ts';
+import type { TunnelStreams } from '../../lib/tunnel/stream-target.ts';
 import type { FrontendLimits } from '../connections.ts';
 import type { FrontendMetrics } from '../metrics.ts';
 import { BACKEND_PAGES, rawPage, type Page } from '../pages.ts';
@@ -17,6 +18,7 @@ import { rejectUpgrade } from '../share-handler.ts';
 import { startRecording, type FastRecording } from './recording.ts';
 import { MAX_REQUEST_HEAD_BYTES, parseRequestHead, type FastRequest } from './request-head.ts';
 import { BackendProtocolError, ResponseFramer } from './response-framer.ts';
+import { TunnelExchange, type TunnelExchangeOwner } from './tunnel-exchange.ts';
 import { UpstreamPool, type Upstream, type UpstreamUser } from './upstream-pool.ts';
 
 /**
@@ -30,8 +32,8 @@ import { UpstreamPool, type Upstream, type UpstreamUser } from './upstream-pool.
  * one request at a time per connection.
  */
 export interface FastRoute {
-  /** The share's backend, an `http://` URL. */
-  readonly target: URL;
+  /** The share's backend, an `http://` URL, or the tunnel of the agent that serves it (tunnel-exchange.ts). */
+  readonly target: URL | TunnelStreams;
   /** The request's headers for the backend (sidecar/proxy.ts `backendHeaders`). */
   readonly headers: BackendHeaders;
   readonly share: string;
@@ -123,13 +125,15 @@ interface Exchange {
   readonly recording: FastRecording | undefined;
 }
 
-class FastConnection implements UpstreamUser {
+class FastConnection implements UpstreamUser, TunnelExchangeOwner {
   readonly socket: Socket;
   private readonly path: FastPath;
   private readonly handOff: (socket: Socket) => void;
   private started: (() => void) | undefined;
   private buffered: Buffer | undefined;
   private exchange: Exchange | undefined;
+  /** The request in flight when its share is tunnelled. */
+  private tunnelled: TunnelExchange | undefined;
   private handingOff = false;
   private done = false;
   /** When the head now being received began (0: none), for the headers timeout. */
@@ -148,6 +152,7 @@ class FastConnection implements UpstreamUser {
   private readonly onData = (chunk: Buffer): void => this.received(chunk);
   private readonly onDrain = (): void => {
     this.exchange?.upstream.socket.resume();
+    this.tunnelled?.resume();
   };
   private readonly onClose = (): void => this.abandon();
   /**
@@ -177,6 +182,11 @@ class FastConnection implements UpstreamUser {
   /** Applies the timeouts; false once the connection is no longer the fast path's. */
   check(now: number, limits: FrontendLimits): boolean {
     if (this.done) return false;
+    if (this.tunnelled) {
+      // The stream's own idle timer applies (TunnelStreams.idleMs); the keep-alive wait starts after it.
+      this.since = now;
+      return true;
+    }
     const exchange = this.exchange;
     const moved = exchange
       ? exchange.upstream.socket.bytesRead + exchange.upstream.socket.bytesWritten
@@ -237,7 +247,7 @@ class FastConnection implements UpstreamUser {
       // A kept-alive connection the backend had closed before it read the request: a GET or HEAD
       // is safe to send again, once, on a new connection.
       this.exchange = undefined;
-      const upstream = this.path.upstream(exchange.route.target, true) as Upstream;
+      const upstream = this.path.upstream(exchange.route.target as URL, true) as Upstream;
       this.send(exchange.head, exchange.route, upstream, true, exchange.recording);
       return;
     }
@@ -251,9 +261,9 @@ class FastConnection implements UpstreamUser {
 
   private received(chunk: Buffer): void {
     if (!this.buffered) this.buffered = chunk;
-    else if (this.exchange || this.handingOff) this.buffered = Buffer.concat([this.buffered, chunk]);
+    else if (this.busy || this.handingOff) this.buffered = Buffer.concat([this.buffered, chunk]);
     else if (!this.continueHead(chunk)) return;
-    if (this.exchange || this.handingOff) {
+    if (this.busy || this.handingOff) {
       // Pipelined requests wait for the response in flight. The connection is still read (so that
       // a visitor who leaves is noticed at once, and its backend connection freed) up to a head's
       // worth: a client that floods is not read further.
@@ -295,19 +305,48 @@ class FastConnection implements UpstreamUser {
     this.headSince = 0;
     const request = parseRequestHead(buffered.toString('latin1', 0, end), this.socket);
     const route = request && this.path.options.route(request);
-    const head = request && route && requestHead(request, route);
+    if (request && route && !(route.target instanceof URL)) {
+      this.begin(end, buffered);
+      this.tunnelled = new TunnelExchange(this, {
+        request,
+        headers: route.headers,
+        streams: route.target,
+        cookies: route.cookies,
+        keepAliveSeconds: Math.floor(this.path.options.limits.keepAliveTimeoutMs / 1000),
+      });
+      this.tunnelled.start();
+      return;
+    }
+    const url = route?.target as URL | undefined;
+    const head = request && route && url && requestHead(request, url, route.headers);
     // With every connection to this backend busy, Node's agent queues the request instead.
-    const upstream = head && route && this.path.upstream(route.target, false);
+    const upstream = head && url && this.path.upstream(url, false);
     if (!head || !route || !upstream) {
       this.giveAway();
       return;
     }
+    this.begin(end, buffered);
+    this.send(head, route, upstream, false, startRecording(request, route));
+  }
+
+  /** A request the fast path takes: counted, and its head taken off what the connection buffered. */
+  private begin(end: number, buffered: Buffer): void {
     this.started?.();
     this.started = undefined;
     this.path.options.metrics.request('proxied');
     this.path.options.metrics.fastPathRequests.inc();
     this.buffered = end + 4 < buffered.length ? buffered.subarray(end + 4) : undefined;
-    this.send(head, route, upstream, false, startRecording(request, route));
+  }
+
+  /** A request or response is in flight. */
+  private get busy(): boolean {
+    return this.exchange !== undefined || this.tunnelled !== undefined;
+  }
+
+  /** The tunnelled request in flight is answered: on to the next one. */
+  exchangeOver(): void {
+    this.tunnelled = undefined;
+    this.continue();
   }
 
   private send(
@@ -344,6 +383,10 @@ class FastConnection implements UpstreamUser {
       exchange.upstream.user = undefined;
       exchange.upstream.socket.destroy();
     }
+    this.continue();
+  }
+
+  private continue(): void {
     if (this.handingOff) this.giveAway();
     else {
       this.socket.resume();
@@ -385,7 +428,7 @@ class FastConnection implements UpstreamUser {
   /** Gives the connection to Node's HTTP server once no response of the fast path's is under way. */
   private giveAway(): void {
     this.handingOff = true;
-    if (this.exchange || this.done) return;
+    if (this.busy || this.done) return;
     this.done = true;
     const socket = this.socket;
     socket.pause();
@@ -410,6 +453,8 @@ class FastConnection implements UpstreamUser {
   private abandon(): void {
     this.done = true;
     this.buffered = undefined;
+    this.tunnelled?.abandon();
+    this.tunnelled = undefined;
     const exchange = this.exchange;
     this.exchange = undefined;
     if (exchange) {
@@ -425,10 +470,9 @@ class FastConnection implements UpstreamUser {
  * the prepared headers less Host and the hop-by-hop ones; undefined when a value is one Node's
  * client would refuse (then the slow path answers as it does).
  */
-function requestHead(request: FastRequest, route: FastRoute): string | undefined {
-  const target = targetParts(route.target);
+function requestHead(request: FastRequest, url: URL, headers: BackendHeaders): string | undefined {
+  const target = targetParts(url);
   let head = `${request.method} ${joinPath(target.pathname, request.url)} HTTP/1.1\r\nhost: ${target.host}\r\n`;
-  const headers = route.headers;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
     if (name === 'host' || isHopByHopRequestHeader(name)) continue;

@@ -39,7 +39,9 @@ export class FastRecording implements FramerTap {
 
 /** The recording of a request the fast path takes, when its share has a recorder. */
 export function startRecording(request: FastRequest, route: FastRoute): FastRecording | undefined {
-  return route.recorder && new FastRecording(route.recorder, request, route.target.host, route.headers);
+  // A tunnelled share (no URL) is recorded by its agent.
+  if (!route.recorder || !(route.target instanceof URL)) return undefined;
+  return new FastRecording(route.recorder, request, route.target.host, route.headers);
 }
 
 const STATUS_LINE_END = /[^\r\n]*(?:\r\n|$)/y;

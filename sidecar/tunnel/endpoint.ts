@@ -137,9 +137,9 @@ export class TunnelEndpoint {
     const { session } = capped;
     const tunnel: HeldTunnel = {
       id: randomUUID(),
-      open: (headers) => {
+      open: (headers, endStream) => {
         try {
-          return capped.open(headers);
+          return capped.open(headers, endStream);
         } catch (err) {
           logger.warn({ envZId, err: errorText(err) }, 'tunnel: stream refused');
           throw err;

@@ -28,12 +28,11 @@ export class PeerSessions {
 
   target(address: string, envZId: string): StreamTarget {
     return {
-      open: (headers) =>
-        this.peer(address).capped.open({
-          ...headers,
-          [PEER_ENV_HEADER]: envZId,
-          [PEER_CREDENTIAL_HEADER]: this.deps.credential,
-        }),
+      open: (headers, endStream) =>
+        this.peer(address).capped.open(
+          { ...headers, [PEER_ENV_HEADER]: envZId, [PEER_CREDENTIAL_HEADER]: this.deps.credential },
+          endStream,
+        ),
     };
   }
 

@@ -9,7 +9,7 @@ import type { PublishedShare, ShareDirectory } from '../../lib/tunnel/directory.
 import { forwardRequest, forwardUpgrade, rejectSocket, type ForwardFailure } from '../../lib/tunnel/forward.ts';
 import type { TunnelLimits } from '../../lib/tunnel/protocol.ts';
 import type { TrafficCounter } from '../../lib/share/traffic.ts';
-import { sendPage } from '../pages.ts';
+import { sendPage, TUNNEL_PAGES, tunnelPageHeaders } from '../pages.ts';
 import type { TunnelLocator } from './locator.ts';
 
 export interface TunnelledSharesOptions {
@@ -23,20 +23,9 @@ export interface TunnelledSharesOptions {
 
 const DEFAULT_CHECK_INTERVAL_MS = parseDuration(DEFAULT_CHECK_INTERVAL) ?? 3 * 3_600_000;
 
-const PAGES: Record<ForwardFailure | 'offline', [number, string, string]> = {
-  offline: [
-    503,
-    'Share offline',
-    'The machine that publishes this share is not connected right now. The share is not deleted: try again in a moment.',
-  ],
-  busy: [503, 'Share busy', 'This share is handling too many requests at once. Try again in a moment.'],
-  unreachable: [502, 'Backend unreachable', 'The service behind this share is not answering. Try again later.'],
-  timeout: [504, 'Backend timeout', 'The service behind this share did not answer in time.'],
-};
-
 function page(res: ServerResponse, kind: ForwardFailure | 'offline'): void {
-  const [status, title, message] = PAGES[kind];
-  sendPage(res, status, title, message, status === 503 ? { 'retry-after': '5' } : {});
+  const { status, title, message } = TUNNEL_PAGES[kind];
+  sendPage(res, status, title, message, tunnelPageHeaders(TUNNEL_PAGES[kind]));
 }
 
 /**
@@ -82,6 +71,18 @@ export function tunnelledShares(options: TunnelledSharesOptions): ShareSource {
         const target = locator.find(entry.envZId);
         if (!target) return rejectSocket(socket, 503, 'Service Unavailable');
         forwardUpgrade(req, socket, head, target, 'public', cookies);
+      },
+      streams: {
+        find: () => locator.find(entry.envZId),
+        idleMs: limits.streamIdleMs,
+        failed: (failure: ForwardFailure) =>
+          logger.warn({ share: entry.token, envZId: entry.envZId, failure }, 'tunnel: request failed'),
+        ...(traffic
+          ? {
+              record: (failed: boolean, bytesIn: number, bytesOut: number) =>
+                traffic.record(entry.token, failed, bytesIn, bytesOut),
+            }
+          : {}),
       },
     };
     const oauth = entry.oauth
