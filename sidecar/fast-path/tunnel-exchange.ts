@@ -78,7 +78,6 @@ export class TunnelExchange {
     this.session = stream.session;
     stream.setTimeout(streams.idleMs, this.onIdle);
     stream.on('response', this.onResponse);
-    stream.on('data', this.onData);
     stream.on('end', this.onEnd);
     stream.on('close', this.onClose);
     stream.on('error', noop);
@@ -112,10 +111,13 @@ export class TunnelExchange {
     }
     this.status = status;
     this.write(head, 'latin1');
+    // Read from here on: 'response' comes a tick after the HEADERS frame, and the body's first bytes
+    // may have arrived with it.
+    this.stream?.on('data', this.onData);
   };
 
   private readonly onData = (chunk: Buffer): void => {
-    if (this.over || this.body === undefined || this.body === 'none') return;
+    if (this.over || this.body === 'none') return;
     if (this.body === 'length') {
       if (chunk.length > this.remaining) return this.cut();
       this.remaining -= chunk.length;
@@ -133,9 +135,9 @@ export class TunnelExchange {
   /** The body ended: complete when the agent ended it (no reset, its tunnel up) with every declared byte. */
   private readonly onEnd = (): void => {
     if (this.over) return;
+    if (this.body === undefined) return this.fail('unreachable');
     const stream = this.stream as ClientHttp2Stream;
     const complete =
-      this.body !== undefined &&
       stream.rstCode === constants.NGHTTP2_NO_ERROR &&
       this.session !== undefined &&
       !this.session.destroyed &&
@@ -204,7 +206,7 @@ function streamHeaders(request: FastRequest, backend: BackendHeaders): OutgoingH
     ...tunnelHeaders(headers),
     ':method': request.method,
     ':path': request.url,
-    ':authority': (headers.host) ?? '',
+    ':authority': headers.host ?? '',
     [ROUTE_HEADER]: 'public',
   };
 }
