@@ -22,9 +22,18 @@ export function sendPage(
     res.destroy();
     return;
   }
-  const body = pageBody(status, title, message);
-  res.writeHead(status, { ...extraHeaders, ...PAGE_HEADERS, 'content-length': Buffer.byteLength(body) });
+  const { headers, body } = pageResponse({ status, title, message }, extraHeaders);
+  res.writeHead(status, headers);
   res.end(body);
+}
+
+/** A page's headers and body, as `sendPage` hands them to Node's server. */
+export function pageResponse(
+  page: Page,
+  extraHeaders: Record<string, string | string[]> = {},
+): { headers: Record<string, string | string[] | number>; body: string } {
+  const body = pageBody(page.status, page.title, page.message);
+  return { headers: { ...extraHeaders, ...PAGE_HEADERS, 'content-length': Buffer.byteLength(body) }, body };
 }
 
 /** A page as `sendPage` and `rawPage` write it. */
@@ -98,14 +107,12 @@ function pageBody(status: number, title: string, message: string): string {
 
 /**
  * `sendPage`'s page as the bytes of a whole HTTP/1.1 response, for the fast path (which writes to
- * the socket itself); `close` adds `connection: close` when the connection ends after it, and
- * `extraHeaders` come first, as `sendPage` writes them.
+ * the socket itself); `close` adds `connection: close` when the connection ends after it.
  */
-export function rawPage(page: Page, close: boolean, extraHeaders: Record<string, string> = {}): Buffer {
+export function rawPage(page: Page, close: boolean): Buffer {
   const { status, title, message } = page;
   const body = pageBody(status, title, message);
   let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
-  for (const [name, value] of Object.entries(extraHeaders)) head += `${name}: ${value}\r\n`;
   for (const [name, value] of Object.entries(PAGE_HEADERS)) head += `${name}: ${value}\r\n`;
   head += `content-length: ${Buffer.byteLength(body)}\r\n${close ? 'connection: close\r\n' : ''}\r\n`;
   return Buffer.from(head + body);

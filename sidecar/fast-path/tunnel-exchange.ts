@@ -8,7 +8,7 @@ import { openStream, withCookies } from '../../lib/tunnel/forward.ts';
 import { ROUTE_HEADER, tunnelHeaders } from '../../lib/tunnel/protocol.ts';
 import { declaredLength, resetStream } from '../../lib/tunnel/relay.ts';
 import type { ForwardFailure, TunnelStreams } from '../../lib/tunnel/stream-target.ts';
-import { BACKEND_PAGES, rawPage, TUNNEL_PAGES, tunnelPageHeaders, type Page } from '../pages.ts';
+import { BACKEND_PAGES, pageResponse, TUNNEL_PAGES, tunnelPageHeaders, type Page } from '../pages.ts';
 import type { FastRequest } from './request-head.ts';
 
 /** The connection a tunnelled exchange answers on. */
@@ -178,7 +178,13 @@ export class TunnelExchange {
   private answerPage(page: Page): void {
     this.over = true;
     if (this.stream) resetStream(this.stream);
-    const bytes = rawPage(page, false, tunnelPageHeaders(page));
+    // As `sendPage` answers it through Node's server: no body after the head of a HEAD.
+    const { headers, body } = pageResponse(page, tunnelPageHeaders(page));
+    const head = responseHead(page.status, headers, false, this.job.keepAliveSeconds) as string;
+    const bytes = Buffer.concat([
+      Buffer.from(head, 'latin1'),
+      Buffer.from(this.job.request.method === 'HEAD' ? '' : body),
+    ]);
     this.relayed += bytes.length;
     this.owner.socket.write(bytes);
     this.count(page.status >= 500);
