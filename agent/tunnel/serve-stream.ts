@@ -96,7 +96,8 @@ export function serveStream(
     observer?.end();
   });
   if (observer) stream.on('data', (chunk: Buffer) => observer.requestBody(chunk));
-  if (websocket) request.end();
+  // A request without a body (its HEADERS frame ended the stream) is sent at once, without a relay.
+  if (websocket || stream.endAfterHeaders) request.end();
   // A request body cut short (the stream reset, the tunnel lost) never reaches the backend as whole.
   else relayBody(stream, request, () => request.destroy());
 }
