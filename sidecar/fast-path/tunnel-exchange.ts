@@ -34,6 +34,7 @@ const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 const CHUNK_END = '\r\n';
 const LAST_CHUNK = '0\r\n\r\n';
 const noop = (): void => undefined;
+const uncork = (socket: Socket): void => socket.uncork();
 
 type Body = 'none' | 'length' | 'chunked';
 
@@ -110,10 +111,16 @@ export class TunnelExchange {
       return;
     }
     this.status = status;
+    // The head and the body bytes that came with it leave in one write system call: the socket is
+    // uncorked on the next tick, after the stream's resume has emitted what it holds (so a held or
+    // streamed response's head still goes out at once).
+    const socket = this.owner.socket;
+    socket.cork();
     this.write(head, 'latin1');
     // Read from here on: 'response' comes a tick after the HEADERS frame, and the body's first bytes
     // may have arrived with it.
     this.stream?.on('data', this.onData);
+    process.nextTick(uncork, socket);
   };
 
   private readonly onData = (chunk: Buffer): void => {
