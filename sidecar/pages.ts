@@ -109,13 +109,14 @@ function pageBody(status: number, title: string, message: string): string {
  * `sendPage`'s page as the bytes of a whole HTTP/1.1 response, for the fast path (which writes to
  * the socket itself); `close` adds `connection: close` when the connection ends after it.
  */
-export function rawPage(page: Page, close: boolean): Buffer {
+/** A page as raw response bytes; the answer to a HEAD (`headOnly`) keeps the length and drops the body. */
+export function rawPage(page: Page, close: boolean, headOnly = false): Buffer {
   const { status, title, message } = page;
   const body = pageBody(status, title, message);
   let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
   for (const [name, value] of Object.entries(PAGE_HEADERS)) head += `${name}: ${value}\r\n`;
   head += `content-length: ${Buffer.byteLength(body)}\r\n${close ? 'connection: close\r\n' : ''}\r\n`;
-  return Buffer.from(head + body);
+  return Buffer.from(headOnly ? head : head + body);
 }
 
 export function redirect(

@@ -421,7 +421,7 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
       this.socket.destroy();
       return;
     }
-    this.socket.write(rawPage(page, false));
+    this.socket.write(rawPage(page, false, exchange.framer.toHead));
     this.finish(exchange, false);
   }
 

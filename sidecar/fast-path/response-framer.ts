@@ -113,7 +113,7 @@ export class ResponseFramer {
   relayed = 0;
 
   /** A response to HEAD has no body whatever its headers say. */
-  private readonly toHead: boolean;
+  readonly toHead: boolean;
   /** Which of the backend's Set-Cookie headers reach the visitor; all when undefined. */
   private readonly cookies: ShareCookies | undefined;
   private readonly tap: FramerTap | undefined;

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestFrontend, UNREACHABLE_IDP1, type TestFrontend } from '../support/frontend.ts';
 import { startForgetfulBackend } from '../support/forgetful-backend.ts';
 import { mintSessionCookie } from '../support/session.ts';
+import { until } from '../support/until.ts';
 
 /**
  * The fast path (sidecar/fast-path/) against a real frontend, real backends and Node's own HTTP
@@ -344,5 +345,21 @@ describe('the fast path', () => {
     expect((await send(agent, 'open', '/')).status).toBe(200);
     agent.destroy();
     expect(fe.logs.text).not.toContain('at-secret-value');
+  });
+  it('answers a HEAD whose backend fails with the page head only, and the connection serves the next request', async () => {
+    const socket = connect(fe.port, '127.0.0.1');
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (text += chunk));
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(
+      `HEAD / HTTP/1.1\r\nhost: ${fe.host('down')}\r\n\r\nGET / HTTP/1.1\r\nhost: ${fe.host('open')}\r\n\r\n`,
+    );
+    await until(() => text.includes('HTTP/1.1 200 '), 'the second response');
+    socket.destroy();
+    const [first, rest] = [text.slice(0, text.indexOf('\r\n\r\n') + 4), text.slice(text.indexOf('\r\n\r\n') + 4)];
+    expect(first).toMatch(/^HTTP\/1\.1 502 /);
+    expect(first).toMatch(/content-length: [1-9]/i);
+    expect(rest.startsWith('HTTP/1.1 200 ')).toBe(true);
   });
 });
