@@ -14,10 +14,13 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadFrontendConfig } from '../lib/config/frontend.ts';
 import { ShareFileCache } from '../lib/config/share-file-cache.ts';
-import { AUTH_SHARDS, renderShards, shardOf } from '../operator/auth-shards.ts';
+import { AUTH_SHARDS, renderShards, shardKey, shardOf } from '../operator/auth-shards.ts';
 import type { ValidShare } from '../operator/share-children.ts';
 import { openSharesConfig } from '../test/support/frontend-process.ts';
 import { projectFiles } from '../test/support/projected-volume.ts';
+
+/** Any key: the bench measures loading, not which shard a share lands in. */
+const KEY = shardKey('bench');
 
 const { values } = parseArgs({
   options: { shares: { type: 'string', multiple: true }, runs: { type: 'string', default: '3' } },
@@ -51,7 +54,7 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 
 function shardFiles(shares: readonly ValidShare[]): Record<string, string> {
   const files: Record<string, string> = {};
-  renderShards(shares).forEach((s, n) => {
+  renderShards(shares, KEY).forEach((s, n) => {
     files[`shares-${String(n).padStart(2, '0')}.yaml`] = s.text;
   });
   return files;
@@ -77,7 +80,7 @@ function measure(count: number): void {
       projectFiles(join(root, 'auth-shares'), shardFiles(shares), ++generation);
       oneShard.push(timed(() => loadFrontendConfig(file, { shareFiles: cache })));
     }
-    const changed = shardOf(share(count).namespace, share(count).name);
+    const changed = shardOf(share(count).namespace, share(count).name, KEY);
     console.log(
       `${count} shares in ${AUTH_SHARDS} shards: full load ${median(full).toFixed(0)} ms, ` +
         `reload with one shard (${String(changed).padStart(2, '0')}) changed ${median(oneShard).toFixed(0)} ms ` +

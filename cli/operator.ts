@@ -49,6 +49,16 @@ export function registerOperatorCommands(program: Command): void {
       '--auth-secret <ns/name>',
       "the auth endpoint's config Secret to maintain (default <release>-auth-frontend beside the frontend Secret)",
     )
+    .option(
+      '--auth-share-quota <bytes>',
+      "bytes of the auth endpoint's OAuth share list one namespace's Shares may take (32768-16777216)",
+      '524288',
+    )
+    .option(
+      '--reserved-host <host>',
+      "a host of the installation under the share domain (public frontend, controller API) that no Share's token may take; the auth endpoint's is reserved anyway (repeatable)",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .option('--concurrency <n>', 'reconciles running at once per kind', '16')
     .option('--kube-request-timeout <seconds>', 'deadline of one Kubernetes API call', '30')
     .action(async (flags: OperatorFlags) => {

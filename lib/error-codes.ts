@@ -167,6 +167,7 @@ export type ConditionReason =
   | 'InstallationNotReady'
   | 'TokenConflict'
   | 'AuthShardFull'
+  | 'AuthQuotaExceeded'
   | 'ShareNotFound'
   | 'ShareNotPrivate'
   | 'Enrolled'

@@ -19,9 +19,11 @@ import {
   MAX_SECRET_BYTES,
   SHARD_KEY,
   renderShards,
+  shardKey,
   shardSecretName,
   type Shard,
 } from './auth-shards.ts';
+import { DEFAULT_AUTH_SHARE_QUOTA_BYTES, applyQuota, olderFirst } from './auth-quota.ts';
 import type { EventRecorder } from './events.ts';
 import type { ValidShare } from './share-children.ts';
 import { ShareMemo } from './share-memo.ts';
@@ -35,6 +37,13 @@ export const AUTH_CONFIG_KEY = '/auth-frontend';
  * the kubelet next syncs its volume (up to a minute), so a second here is not noticeable.
  */
 const SHARE_BURST_MS = 1000;
+/**
+ * The auth config's Secrets are written at most this many bytes a second on average: after a
+ * write of B bytes the next waits B / rate, and the changes meanwhile become one write. Edits to
+ * shares spread over every shard would otherwise rewrite up to 16 MiB a second, and each write is
+ * read again by every auth endpoint replica. A full 1 MiB shard waits 2 s; all 16, 32 s.
+ */
+export const AUTH_WRITE_BYTES_PER_SECOND = 512 * 1024;
 
 /**
  * The config of the installation's auth endpoint (`<release>-auth` Deployment running `svc
@@ -67,6 +76,10 @@ export interface AuthConfigReconcilerDeps {
   readonly secret: { namespace: string; name: string };
   /** Validations shared with the Share reconciler; one of its own if absent. */
   readonly memo?: ShareMemo;
+  /** Bytes of the share list one namespace's OAuth shares may take (operator/auth-quota.ts). */
+  readonly quotaBytes?: number;
+  /** {@link AUTH_WRITE_BYTES_PER_SECOND} unless set. */
+  readonly writeBytesPerSecond?: number;
 }
 
 /**
@@ -84,6 +97,8 @@ export class AuthConfigReconciler implements Reconciler {
   /** Shares (namespace/name) left out of a full shard, announced once each. */
   private dropped = new Set<string>();
   private readonly memo: ShareMemo;
+  /** No write before this time (ms since the epoch): the write rate's bound. */
+  private quietUntil = 0;
 
   constructor(deps: AuthConfigReconcilerDeps) {
     this.deps = deps;
@@ -94,7 +109,7 @@ export class AuthConfigReconciler implements Reconciler {
       watches: [
         { source: deps.caches.shares, map: (change) => (involvesOAuth(change) ? only : []), delayMs: SHARE_BURST_MS },
         { source: deps.caches.frontendSecret, map: () => only },
-        { source: deps.caches.secrets, map: (change) => (this.forgetDeleted(change) ? only : []) },
+        { source: deps.caches.authSecrets, map: (change) => (this.forgetDeleted(change) ? only : []) },
       ],
     };
   }
@@ -103,47 +118,61 @@ export class AuthConfigReconciler implements Reconciler {
   reset(): void {
     this.applied.clear();
     this.dropped = new Set();
+    this.quietUntil = 0;
   }
 
   async reconcile(): Promise<ReconcileResult> {
     const install = this.deps.installation.current();
     if (!install?.ok) return { result: 'waiting' };
+    const wait = this.quietUntil - Date.now();
+    if (wait > 0) return { result: 'success', requeueAfterMs: wait };
     const { shares, objects } = this.oauthShares(install.value);
-    const shards = renderShards(shares);
+    const shards = renderShards(shares, shardKey(install.value.oauth.signingKey));
     const { namespace, name } = this.deps.secret;
     // Shards first: a config naming the directory never points at shares not yet written.
-    await Promise.all(
+    const written = await Promise.all(
       shards.map((shard, i) => this.applySecret(shardSecretName(name, i), SHARD_KEY, shard.text, 'auth-shares')),
     );
     const config = authFrontendConfig(install.value);
-    await this.applySecret(name, FRONTEND_CONFIG_FILE, toYaml(config), 'auth-frontend');
+    written.push(await this.applySecret(name, FRONTEND_CONFIG_FILE, toYaml(config), 'auth-frontend'));
+    const bytes = written.reduce((a, b) => a + b, 0);
+    this.quietUntil = Date.now() + (bytes * 1000) / (this.deps.writeBytesPerSecond ?? AUTH_WRITE_BYTES_PER_SECOND);
     this.reportDropped(shards, objects);
     const routed = shards.reduce((n, s) => n + s.count, 0);
     this.deps.logger.debug({ secretRef: `${namespace}/${name}`, oauthShares: routed }, 'auth endpoint config in sync');
     return { result: 'success' };
   }
 
-  /** The valid OAuth shares, oldest first, one per token (the oldest holds it), and their objects. */
+  /**
+   * The valid OAuth shares within their namespace's quota (the Share reconciler reports those
+   * over it), oldest first, one per token (the oldest holds it), and their objects.
+   */
   private oauthShares(installation: Installation): { shares: ValidShare[]; objects: Map<string, Share> } {
-    const shares: ValidShare[] = [];
+    const valid: ValidShare[] = [];
     const objects = new Map<string, Share>();
-    const seen = new Set<string>();
     const ordered = this.deps.caches.shares.list().filter((s) => s.spec?.oauth && !s.metadata.deletionTimestamp);
-    ordered.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''));
+    ordered.sort(olderFirst);
     for (const share of ordered) {
       const v = this.memo.validate(share, installation);
-      if (v.ok && !seen.has(v.value.token)) {
-        seen.add(v.value.token);
-        shares.push(v.value);
-        objects.set(`${v.value.namespace}/${v.value.name}`, share);
-      }
+      if (!v.ok) continue;
+      valid.push(v.value);
+      objects.set(`${v.value.namespace}/${v.value.name}`, share);
     }
+    const seen = new Set<string>();
+    const shares = applyQuota(valid, this.deps.quotaBytes ?? DEFAULT_AUTH_SHARE_QUOTA_BYTES).admitted.filter((s) => {
+      if (seen.has(s.token)) return false;
+      seen.add(s.token);
+      return true;
+    });
     return { shares, objects };
   }
 
-  /** Applies one Opaque Secret of the release namespace with one key, unless it holds that already. */
-  private async applySecret(name: string, key: string, text: string, component: string): Promise<void> {
-    if (this.applied.get(name) === text) return;
+  /**
+   * Applies one Opaque Secret of the release namespace with one key, unless it holds that already;
+   * returns the bytes written (0 when it held them).
+   */
+  private async applySecret(name: string, key: string, text: string, component: string): Promise<number> {
+    if (this.applied.get(name) === text) return 0;
     const { namespace } = this.deps.secret;
     const secret: KubeObject = {
       apiVersion: 'v1',
@@ -159,11 +188,13 @@ export class AuthConfigReconciler implements Reconciler {
     await this.deps.client.apply(resourcePath(SECRETS, namespace, name), secret);
     this.applied.set(name, text);
     this.deps.logger.info({ secretRef: `${namespace}/${name}` }, 'auth endpoint config updated');
+    return Buffer.byteLength(text);
   }
 
   /**
    * A full shard is an error in the log on every run and a Warning Event on each Share left out,
-   * once: the Share itself serves, but no login to it can complete at the auth endpoint.
+   * once: the Share itself serves, but no login to it can complete at the auth endpoint. The
+   * shares left out are those of the namespaces using the most of the share list (auth-shards.ts).
    */
   private reportDropped(shards: readonly Shard[], objects: ReadonlyMap<string, Share>): void {
     const now = new Set<string>();
@@ -173,7 +204,7 @@ export class AuthConfigReconciler implements Reconciler {
       const keys = shard.dropped.map((s) => `${s.namespace}/${s.name}`);
       this.deps.logger.error(
         { secretRef, routed: shard.count, left_out: keys.length, shares: keys.slice(0, 20) },
-        `auth endpoint shard full: its Secret would pass ${MAX_SECRET_BYTES} bytes; the newest OAuth shares in it get no login route`,
+        `auth endpoint shard full: its Secret would pass ${MAX_SECRET_BYTES} bytes; the newest OAuth shares of the namespaces using the most get no login route`,
       );
       for (const key of keys) {
         now.add(key);
@@ -183,7 +214,7 @@ export class AuthConfigReconciler implements Reconciler {
           share,
           'Warning',
           'AuthShardFull',
-          `the auth endpoint's share list ${secretRef} is full (${MAX_SECRET_BYTES} bytes): logins to this share cannot complete until older OAuth shares in it are deleted`,
+          `the auth endpoint's share list ${secretRef} is full (${MAX_SECRET_BYTES} bytes) and namespace ${share.metadata.namespace ?? ''} is among those using the most of the list: logins to this share cannot complete until OAuth shares of this namespace are deleted or their email patterns shortened`,
         );
       }
     });

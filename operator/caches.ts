@@ -48,6 +48,11 @@ export interface Caches {
   readonly httpRoutes?: Informer;
   /** The installation's frontend Secret (one object, possibly in another namespace). */
   readonly frontendSecret: Informer;
+  /**
+   * The auth endpoint's config Secret and its shards, in its own namespace whatever namespaces the
+   * operator watches: a deleted one is written again at once (operator/auth-config-reconciler.ts).
+   */
+  readonly authSecrets: Informer;
 }
 
 export interface CacheOptions {
@@ -57,6 +62,8 @@ export interface CacheOptions {
   /** The watched namespace; undefined watches all. */
   readonly namespace: string | undefined;
   readonly frontendSecret: { readonly namespace: string; readonly name: string };
+  /** The namespace of the auth endpoint's Secrets; the frontend Secret's if absent. */
+  readonly authNamespace?: string;
   readonly watchBackoff?: BackoffPolicy;
   readonly watchTimeoutSeconds?: number;
   readonly watchIdleMs?: number;
@@ -68,6 +75,10 @@ export interface CacheOptions {
    */
   readonly wholeObjects?: boolean;
 }
+
+const COMPONENT_LABEL = 'app.kubernetes.io/component';
+/** The `app.kubernetes.io/component` of the auth endpoint's config Secret and of its shards. */
+export const AUTH_COMPONENTS = ['auth-frontend', 'auth-shares'] as const;
 
 /** One informer per kind the operator reads; none started yet. */
 export function createCaches(options: CacheOptions): Caches {
@@ -105,6 +116,11 @@ export function createCaches(options: CacheOptions): Caches {
       SECRETS,
       { fieldSelector: `metadata.name=${options.frontendSecret.name}` },
       options.frontendSecret.namespace,
+    ),
+    authSecrets: informer(
+      SECRETS,
+      { labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY},${COMPONENT_LABEL} in (${AUTH_COMPONENTS.join(',')})` },
+      options.authNamespace ?? options.frontendSecret.namespace,
     ),
   };
 }

@@ -79,6 +79,7 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     metrics,
     namespace: options.namespace,
     frontendSecret: options.frontendSecret,
+    authNamespace: options.authSecret.namespace,
     httpRoutes: options.ingress.route !== undefined,
     ...(options.watchBackoff ? { watchBackoff: options.watchBackoff } : {}),
     ...(options.watchTimeoutSeconds ? { watchTimeoutSeconds: options.watchTimeoutSeconds } : {}),
@@ -145,7 +146,8 @@ function createReconcilers({ options, client, caches, logger }: Parts, installat
   const events = new EventRecorder(client, logger, options.identity);
   const { image } = options;
   const pods = options.podSettings;
-  const memo = new ShareMemo(caches.shares);
+  const memo = new ShareMemo(caches.shares, { domain: options.shareDomain, hosts: options.reservedHosts ?? [] });
+  const quotaBytes = options.authShareQuotaBytes;
   return [
     new ShareReconciler({
       client,
@@ -158,9 +160,19 @@ function createReconcilers({ options, client, caches, logger }: Parts, installat
       ingress: options.ingress,
       pods,
       memo,
+      quotaBytes,
     }),
     new AccessReconciler({ client, caches, events, logger, image, pods }),
-    new AuthConfigReconciler({ client, caches, installation, events, logger, secret: options.authSecret, memo }),
+    new AuthConfigReconciler({
+      client,
+      caches,
+      installation,
+      events,
+      logger,
+      secret: options.authSecret,
+      memo,
+      quotaBytes,
+    }),
     new EnrollmentReconciler({
       client,
       caches,

@@ -6,6 +6,8 @@ import type { ListenAddress } from '../lib/listen.ts';
 import { parseShareTls, type ShareTls } from './share-tls.ts';
 import { parsePodSettings, type PodSettings } from './pod-settings.ts';
 import { parseShareRoute, type ShareRouteOptions } from './share-route.ts';
+import { DEFAULT_AUTH_SHARE_QUOTA_BYTES, MIN_AUTH_SHARE_QUOTA_BYTES } from './auth-quota.ts';
+import { AUTH_SHARDS, MAX_SECRET_BYTES } from './auth-shards.ts';
 
 /** Validated operator settings (docs/operator.md; flags in `cli/operator.ts`). */
 export interface OperatorOptions {
@@ -34,6 +36,10 @@ export interface OperatorOptions {
    * unreachable controller before it drops the finalizer anyway (with a Warning Event).
    */
   readonly unenrollDeadlineMs: number;
+  /** Bytes of the auth endpoint's share list one namespace's OAuth Shares may take (`--auth-share-quota`). */
+  readonly authShareQuotaBytes?: number;
+  /** Hosts of the installation no Share's token may take (`--reserved-host`; lib/share/reserved-tokens.ts). */
+  readonly reservedHosts?: readonly string[];
 }
 
 export interface ShareIngressOptions {
@@ -71,6 +77,8 @@ export interface OperatorFlags {
   metricsListen?: string;
   concurrency?: string;
   kubeRequestTimeout?: string;
+  authShareQuota?: string;
+  reservedHost?: string[];
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -125,6 +133,20 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
   const requestTimeoutS = Number(flags.kubeRequestTimeout ?? '30');
   if (!Number.isInteger(requestTimeoutS) || requestTimeoutS < 1 || requestTimeoutS > 600)
     r.problem('--kube-request-timeout', `must be whole seconds 1-600, got ${JSON.stringify(flags.kubeRequestTimeout)}`);
+  const authShareQuotaBytes = Number(flags.authShareQuota ?? DEFAULT_AUTH_SHARE_QUOTA_BYTES);
+  if (
+    !Number.isInteger(authShareQuotaBytes) ||
+    authShareQuotaBytes < MIN_AUTH_SHARE_QUOTA_BYTES ||
+    authShareQuotaBytes > AUTH_SHARDS * MAX_SECRET_BYTES
+  )
+    r.problem(
+      '--auth-share-quota',
+      `must be whole bytes ${MIN_AUTH_SHARE_QUOTA_BYTES}-${AUTH_SHARDS * MAX_SECRET_BYTES}, got ${JSON.stringify(flags.authShareQuota)}`,
+    );
+  const reservedHosts = (flags.reservedHost ?? []).map((h) => h.toLowerCase());
+  for (const host of reservedHosts)
+    if (!DNS_SUBDOMAIN.test(host) || host.length > 253)
+      r.problem('--reserved-host', `must be a host name such as api.share.example.com, got ${JSON.stringify(host)}`);
   if (
     r.problems.length > 0 ||
     !frontendSecret ||
@@ -155,6 +177,8 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
     concurrency,
     requestTimeoutMs: requestTimeoutS * 1000,
     unenrollDeadlineMs,
+    authShareQuotaBytes,
+    reservedHosts,
   };
 }
 

@@ -67,11 +67,16 @@ export function frontendSecretName(shareName: string): string {
  * Checks what the CRD schema cannot: the name must fit the child objects, and the spec goes through
  * the one share validator (lib/share/validate.ts) with the Share object's field names — target
  * shape per backend mode, the web volume, email globs, the OAuth provider against the
- * installation's providers. Every problem is reported with its field path, at once. An OAuth share
+ * installation's providers, a token the installation's own hosts use (`reservedTokens`, token →
+ * host). Every problem is reported with its field path, at once. An OAuth share
  * while the installation's settings are unusable fails with one `not_ready` problem (the reconciler
  * waits instead of calling it invalid).
  */
-export function validateShare(share: Share, installation: Installation | undefined): Result<ValidShare> {
+export function validateShare(
+  share: Share,
+  installation: Installation | undefined,
+  reservedTokens?: ReadonlyMap<string, string>,
+): Result<ValidShare> {
   const problems: Problem[] = [];
   const { name, namespace = '', uid = '' } = share.metadata;
   const spec = share.spec ?? {};
@@ -89,6 +94,7 @@ export function validateShare(share: Share, installation: Installation | undefin
     webTarget: volumeTargetProblem,
     webVolume: true,
     ...(installation ? { providerNames: installation.oauth.providers.map((p) => p.name) } : {}),
+    ...(reservedTokens ? { reservedTokens } : {}),
   };
   const input: ShareInput = {
     token: spec.token ?? deriveToken(uid),

@@ -3,6 +3,16 @@ import { objectKey, type Share } from '../lib/kube/resources.ts';
 import type { Installation } from './installation.ts';
 import { validateShare, type ShareChildren, type ValidShare } from './share-children.ts';
 import type { WatchSource } from './watches.ts';
+import { reservedTokens } from '../lib/share/reserved-tokens.ts';
+
+/**
+ * The installation's own hosts a Share's token must not take (lib/share/reserved-tokens.ts): the
+ * share domain, and hosts besides the auth endpoint's (which the installation settings name).
+ */
+export interface ReservedHosts {
+  readonly domain: string;
+  readonly hosts: readonly string[];
+}
 
 interface Entry {
   /** uid and spec (its generation): what validation and the desired children depend on besides the installation. */
@@ -22,8 +32,12 @@ interface Entry {
  */
 export class ShareMemo {
   private readonly entries = new Map<string, Entry>();
+  private readonly reserved: ReservedHosts | undefined;
+  /** The reserved tokens per installation settings (the auth endpoint's host is among them). */
+  private readonly tokensOf = new WeakMap<Installation, Map<string, string>>();
 
-  constructor(shares: WatchSource<Share>) {
+  constructor(shares: WatchSource<Share>, reserved?: ReservedHosts) {
+    this.reserved = reserved;
     shares.on({ onDelete: (share) => this.entries.delete(objectKey(share)) });
   }
 
@@ -46,8 +60,21 @@ export class ShareMemo {
     const fingerprint = `${uid}\n${generation ?? JSON.stringify(share.spec ?? {})}`;
     const hit = this.entries.get(key);
     if (hit && hit.fingerprint === fingerprint && hit.installation === installation) return hit;
-    const entry: Entry = { fingerprint, installation, validation: validateShare(share, installation) };
+    const validation = validateShare(share, installation, this.reservedTokens(installation));
+    const entry: Entry = { fingerprint, installation, validation };
     this.entries.set(key, entry);
     return entry;
+  }
+
+  private reservedTokens(installation: Installation | undefined): Map<string, string> | undefined {
+    if (!this.reserved) return undefined;
+    const { domain, hosts } = this.reserved;
+    if (!installation) return reservedTokens(hosts, domain);
+    let tokens = this.tokensOf.get(installation);
+    if (!tokens) {
+      tokens = reservedTokens([installation.oauth.endpointUrl.hostname, ...hosts], domain);
+      this.tokensOf.set(installation, tokens);
+    }
+    return tokens;
   }
 }

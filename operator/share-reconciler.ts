@@ -34,6 +34,7 @@ import {
 } from './share-children.ts';
 import { ShareMemo } from './share-memo.ts';
 import { ShareTokens } from './share-tokens.ts';
+import { AuthQuota, overQuotaMessage } from './auth-quota.ts';
 import { shareTlsConfigured, tlsCondition } from './share-tls.ts';
 import { routeTlsCondition } from './share-route.ts';
 import { notServing as readinessOf, recheckAfterMs } from './readiness.ts';
@@ -55,6 +56,8 @@ export interface ShareReconcilerDeps {
   readonly pods?: PodSettings;
   /** Shared with the auth-config reconciler, which validates the same Shares; one of its own if absent. */
   readonly memo?: ShareMemo;
+  /** Bytes of the auth endpoint's share list one namespace's OAuth Shares may take (operator/auth-quota.ts). */
+  readonly quotaBytes?: number;
 }
 
 /** A valid Share and the children it is reconciled into. */
@@ -83,18 +86,22 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
   readonly watches: Watches;
   private readonly memo: ShareMemo;
   private readonly tokens: ShareTokens;
+  private readonly quota: AuthQuota;
 
   constructor(deps: ShareReconcilerDeps) {
     super(deps, SHARES, 'share');
     const { shares, deployments, services, ingresses, secrets, frontendSecret, httpRoutes } = deps.caches;
     this.memo = deps.memo ?? new ShareMemo(shares);
     this.tokens = new ShareTokens(shares);
+    this.quota = new AuthQuota(shares, this.memo, deps.quotaBytes);
     this.watches = {
       for: shares,
       owns: [deployments, services, ingresses, secrets, ...(httpRoutes ? [httpRoutes] : [])],
       watches: [
         // A deleted Share frees its token: a Share refused it (TokenConflict) may take it now.
         { source: shares, map: (change) => this.sharingToken(change) },
+        // An OAuth Share added, deleted or respecified moves others of its namespace across the quota.
+        { source: shares, map: (change) => this.quota.affected(change) },
         // New installation settings (OAuth providers, endpoint_url) change every Share's children.
         { source: frontendSecret, map: () => shares.list().map(objectKey) },
       ],
@@ -121,7 +128,8 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
 
   /**
    * The valid spec and its children, or why there are none: an invalid spec, an installation not
-   * ready for an OAuth share, or a token an older Share holds.
+   * ready for an OAuth share, a token an older Share holds, or an OAuth share past its namespace's
+   * quota of the auth endpoint's share list.
    */
   private desired(share: Share, installed: Installation | undefined): Desired | { refused: Refusal } {
     const validation = this.memo.validate(share, installed);
@@ -136,6 +144,8 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
     const holder = this.tokenHolder(share, valid.token);
     if (holder)
       return { refused: ['TokenConflict', `token ${valid.token} is already used by Share ${holder}`, 'invalid'] };
+    const over = valid.oauth ? this.quota.check(share, installed) : undefined;
+    if (over) return { refused: ['AuthQuotaExceeded', overQuotaMessage(over), 'invalid'] };
     const { domain, image, ingress, pods } = this.deps;
     const children = this.memo.children(share, installed, () =>
       desiredShareChildren(share, valid, {

@@ -143,6 +143,7 @@ describe("the reconcilers' declared watches", () => {
       ingresses: liveInformer('ingresses'),
       secrets: liveInformer('secrets'),
       frontendSecret: liveInformer('frontendSecret'),
+      authSecrets: liveInformer('authSecrets'),
     };
     const caches = Object.fromEntries(Object.entries(live).map(([k, v]) => [k, v.informer])) as unknown as Caches;
     // Never called: only the watch declarations are under test.

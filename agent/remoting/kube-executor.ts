@@ -113,6 +113,7 @@ async function createShare(
       c.status === 'True' ||
       c.reason === 'InvalidSpec' ||
       c.reason === 'TokenConflict' ||
+      c.reason === 'AuthQuotaExceeded' ||
       NOT_SERVING_REASONS.has(c.reason),
   );
   if (!done) {

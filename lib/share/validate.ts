@@ -12,6 +12,7 @@ import {
 } from './spec.ts';
 import { parseDuration } from '../duration.ts';
 import { parseTcpTarget, tcpTargetProblem } from './tcp-target.ts';
+import { reservedTokenMessage } from './reserved-tokens.ts';
 
 /** The fields of a share, in the product's own names (those of the API body). */
 export type ShareField =
@@ -50,6 +51,8 @@ export interface ShareRules {
   readonly webVolume?: boolean;
   /** The target stays with the agent (a share published through the tunnel): not part of the input. */
   readonly targetElsewhere?: boolean;
+  /** Tokens the installation's own hosts use (lib/share/reserved-tokens.ts): token → host. */
+  readonly reservedTokens?: ReadonlyMap<string, string>;
 }
 
 export interface ValidShareSpec {
@@ -155,11 +158,14 @@ function given(input: ShareInput, f: ShareField): boolean {
   return input[f] !== undefined && input[f] !== null;
 }
 
-/** The token, when given or required: a DNS label. */
+/** The token, when given or required: a DNS label, not one of the installation's own hosts. */
 function tokenOf({ r, input, paths, rules }: ShareReading): string | undefined {
   if (!given(input, 'token') && !rules.tokenRequired) return undefined;
   const token = r.stringAt(input.token, paths.token);
   if (token !== undefined && !SHARE_TOKEN.test(token)) r.problem(paths.token, TOKEN_RULE);
+  const reservedHost = token !== undefined ? rules.reservedTokens?.get(token) : undefined;
+  if (token !== undefined && reservedHost)
+    r.problem(paths.token, reservedTokenMessage(token, reservedHost), 'not_allowed');
   return token;
 }
 

@@ -7,38 +7,41 @@
  * are handed to the reconciler as its informer would (creating 4,000 and their children would
  * take the test minutes and say nothing more about the auth config).
  */
-import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify as toYaml } from 'yaml';
 import { loadFrontendConfig } from '../../lib/config/frontend.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
-import type { KubeObject, Share } from '../../lib/kube/resources.ts';
+import type { Share } from '../../lib/kube/resources.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { AuthConfigReconciler } from '../../operator/auth-config-reconciler.ts';
-import { AUTH_SHARDS, MAX_SECRET_BYTES, SHARD_KEY, shardOf, shardSecretName } from '../../operator/auth-shards.ts';
-import type { Caches } from '../../operator/caches.ts';
-import { EventRecorder } from '../../operator/events.ts';
-import { parseInstallation } from '../../operator/installation.ts';
-import type { WatchSource } from '../../operator/watches.ts';
+import type { AuthConfigReconcilerDeps } from '../../operator/auth-config-reconciler.ts';
+import {
+  AUTH_SHARDS,
+  MAX_SECRET_BYTES,
+  SHARD_KEY,
+  shardKey,
+  shardOf,
+  shardSecretName,
+} from '../../operator/auth-shards.ts';
 import type { ControlPlane } from './envtest.ts';
 import { AUTH_SECRET, authShardSecrets, mountAuthConfig } from './auth-config-files.ts';
-import { RELEASE_NS, api, decodeSecret, eventually, oauthSection, startCluster, type Obj } from './operator-fixture.ts';
+import { BIG_PATTERNS, authReconcilerFor, oauthShare } from './auth-share-fixture.ts';
+import {
+  RELEASE_NS,
+  SECRET_VALUES,
+  api,
+  decodeSecret,
+  eventually,
+  startCluster,
+  type Obj,
+} from './operator-fixture.ts';
 
 const SHARES = 4000;
 const NAMESPACES = 30;
-
-/** A watch source listing fixed objects, as an informer's cache would. */
-class Listed<T extends KubeObject> implements WatchSource<T> {
-  items: T[] = [];
-  on(): void {}
-  list(): T[] {
-    return this.items;
-  }
-}
+/** The shard choice's key for the test installation's signing key. */
+const KEY = shardKey(SECRET_VALUES.signingKey);
 
 let cp: ControlPlane;
 let client: KubeClient;
@@ -56,44 +59,9 @@ const logger = createLogger('svc-operator', {
   }),
 });
 
-function share(namespace: string, name: string, created: number, patterns: string[] = []): Share {
-  return {
-    apiVersion: 'svc.dev/v1alpha1',
-    kind: 'Share',
-    metadata: {
-      name,
-      namespace,
-      uid: randomUUID(),
-      generation: 1,
-      creationTimestamp: new Date(Date.UTC(2026, 0, 1) + created * 1000).toISOString(),
-    },
-    spec: {
-      backendMode: 'proxy',
-      target: `http://${name}.${namespace}.svc:8080`,
-      token: `${namespace}-${name}`,
-      oauth: { provider: 'dev', emailAddressPatterns: patterns, checkInterval: '30m' },
-    },
-  };
-}
-
-/** The reconciler over `shares`; change them through the returned list's `items`. */
-function reconcilerFor(shares: Share[]): { reconciler: AuthConfigReconciler; listed: Listed<Share> } {
-  const installation = parseInstallation({
-    'oauth.yaml': Buffer.from(toYaml({ oauth: oauthSection() })).toString('base64'),
-  });
-  const listed = new Listed<Share>();
-  listed.items = shares;
-  const caches = { shares: listed, frontendSecret: new Listed(), secrets: new Listed() } as unknown as Caches;
-  const reconciler = new AuthConfigReconciler({
-    client,
-    caches,
-    installation: { current: () => installation },
-    logger,
-    events: new EventRecorder(client, logger, 'test'),
-    secret: { namespace: RELEASE_NS, name: AUTH_SECRET },
-  });
-  return { reconciler, listed };
-}
+const share = oauthShare;
+const reconcilerFor = (shares: Share[], extra: Partial<AuthConfigReconcilerDeps> = {}) =>
+  authReconcilerFor(client, logger, shares, extra);
 
 const versions = async (): Promise<Map<string, string | undefined>> =>
   new Map(
@@ -139,7 +107,7 @@ describe('the auth endpoint’s shares on a real API server', () => {
     // Each share in the shard its namespace/name picks, several shards used.
     const counts = new Map<number, number>();
     for (const sh of shares) {
-      const n = shardOf(sh.metadata.namespace as string, sh.metadata.name);
+      const n = shardOf(sh.metadata.namespace as string, sh.metadata.name, KEY);
       counts.set(n, (counts.get(n) ?? 0) + 1);
     }
     expect(counts.size).toBe(AUTH_SHARDS);
@@ -168,7 +136,7 @@ describe('the auth endpoint’s shares on a real API server', () => {
     expect(writes).toBe(1);
     const after = await versions();
     const changed = [...after].filter(([name, rv]) => before.get(name) !== rv).map(([name]) => name);
-    expect(changed).toEqual([shardSecretName(AUTH_SECRET, shardOf(gone.metadata.namespace as string, 'app-7'))]);
+    expect(changed).toEqual([shardSecretName(AUTH_SECRET, shardOf(gone.metadata.namespace as string, 'app-7', KEY))]);
   }, 120_000);
 
   it('stores a Secret of exactly 1 MiB and refuses one byte more (the limit a shard is cut at)', async () => {
@@ -176,14 +144,14 @@ describe('the auth endpoint’s shares on a real API server', () => {
     await expect(applyOneSecret('past-limit', MAX_SECRET_BYTES + 1)).rejects.toThrow(/1048576/);
   });
 
-  it('keeps a full shard’s oldest shares and announces the ones left out', async () => {
-    // 64 patterns of 300 characters: about 20 KB an entry, 60 of them in one shard.
-    const big = Array.from({ length: 64 }, (_, i) => `*${String(i).padStart(2, '0')}${'x'.repeat(280)}@example.com`);
+  it('keeps a full shard’s oldest shares of one namespace and announces the ones left out', async () => {
+    // About 20 KB an entry, 60 of them in one shard; no quota stops the namespace first.
+    const big = BIG_PATTERNS;
     const inShard0: Share[] = [];
     for (let i = 0; inShard0.length < 60; i++) {
-      if (shardOf('team-1', `big-${i}`) === 0) inShard0.push(share('team-1', `big-${i}`, SHARES + i, big));
+      if (shardOf('team-1', `big-${i}`, KEY) === 0) inShard0.push(share('team-1', `big-${i}`, SHARES + i, big));
     }
-    await reconcilerFor(inShard0).reconciler.reconcile();
+    await reconcilerFor(inShard0, { quotaBytes: AUTH_SHARDS * MAX_SECRET_BYTES }).reconciler.reconcile();
     const shard = (await authShardSecrets(cp)).get(shardSecretName(AUTH_SECRET, 0));
     const text = decodeSecret(shard, SHARD_KEY);
     const kept = (JSON.parse(text) as { token: string }[]).map((e) => e.token);

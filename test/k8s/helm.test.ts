@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
-import { shardOf, shardSecretName } from '../../operator/auth-shards.ts';
+import { shardKey, shardOf, shardSecretName } from '../../operator/auth-shards.ts';
 import { parseInstallation } from '../../operator/installation.ts';
 import { locateHelm } from './binaries.ts';
 import {
@@ -453,7 +453,7 @@ describe('helm install into the real API server', () => {
     try {
       await createNamespace('team-a');
       // The auth endpoint's shard Secret of team-a/app: written through the chart's RBAC and admission policy.
-      const appShard = shardSecretName('svc-auth-frontend', shardOf('team-a', 'app'));
+      const appShard = shardSecretName('svc-auth-frontend', shardOf('team-a', 'app', shardKey(oauth.signing_key)));
       await serverSideApply(cp.kubeConfig, {
         apiVersion: 'svc.dev/v1alpha1',
         kind: 'Share',

@@ -1,7 +1,14 @@
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deriveToken } from '../../lib/token.ts';
-import { AUTH_SHARDS, AUTH_SHARE_DIRECTORY, SHARD_KEY, shardOf, shardSecretName } from '../../operator/auth-shards.ts';
+import {
+  AUTH_SHARDS,
+  AUTH_SHARE_DIRECTORY,
+  SHARD_KEY,
+  shardKey,
+  shardOf,
+  shardSecretName,
+} from '../../operator/auth-shards.ts';
 import { AUTH_SECRET, authShardSecrets } from './auth-config-files.ts';
 import type { ControlPlane } from './envtest.ts';
 import {
@@ -160,7 +167,7 @@ describe('operator: Share on a real API server', () => {
     ]);
 
     // The auth endpoint's config: the oauth section, and the share in the shard its namespace/name picks.
-    const shardName = shardSecretName(AUTH_SECRET, shardOf('default', 'secure'));
+    const shardName = shardSecretName(AUTH_SECRET, shardOf('default', 'secure', shardKey(SECRET_VALUES.signingKey)));
     const shard = await eventually(async () => {
       const s = await getOrNone(cp, paths.secret(shardName, RELEASE_NS));
       const entries = s ? (parseYaml(decodeSecret(s, SHARD_KEY)) as { token: string }[]) : [];
