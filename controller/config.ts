@@ -55,6 +55,11 @@ export interface PublicFrontendConfig {
    * absent: TOKEN_QUARANTINE_MS. Keep it above the frontends' `session_lifetime`.
    */
   readonly tokenQuarantineMs?: number;
+  /**
+   * The installation's own hosts under `domain` besides the endpoint's (the auth endpoint, the
+   * controller API): no share token may take one (lib/share/reserved-tokens.ts).
+   */
+  readonly reservedHosts?: readonly string[];
 }
 
 /** The `svc controller` flags that take part in validation. */
@@ -156,7 +161,14 @@ function podNamespace(): string | undefined {
 }
 
 const TOP_KEYS = ['data_dir', 'controller', 'agent_controller', 'public_frontend', 'console'];
-const PUBLIC_FRONTEND_KEYS = ['domain', 'endpoint_url', 'credential_file', 'providers', 'token_quarantine'];
+const PUBLIC_FRONTEND_KEYS = [
+  'domain',
+  'endpoint_url',
+  'credential_file',
+  'providers',
+  'token_quarantine',
+  'reserved_hosts',
+];
 
 /** The `public_frontend` section, every problem recorded in `r`; a relative credential_file is relative to the config. */
 export function readPublicFrontend(
@@ -172,8 +184,16 @@ export function readPublicFrontend(
   const credential = readCredentialFile(r, p, 'credential_file', 'public_frontend', configPath);
   const providers = r.stringArray(p, 'providers', 'public_frontend', { required: false }) ?? [];
   const tokenQuarantineMs = r.duration(p, 'token_quarantine', 'public_frontend', { required: false });
+  const reservedHosts = r.stringArray(p, 'reserved_hosts', 'public_frontend', { required: false }) ?? [];
   if (!domain || !endpointUrl || !credential) return undefined;
-  return { domain, endpointUrl, ...credential, providers, ...(tokenQuarantineMs ? { tokenQuarantineMs } : {}) };
+  return {
+    domain,
+    endpointUrl,
+    ...credential,
+    providers,
+    ...(tokenQuarantineMs ? { tokenQuarantineMs } : {}),
+    reservedHosts,
+  };
 }
 
 /**

@@ -4,6 +4,7 @@ import { ACCESS_PATH, TUNNEL_PATH, shareUrl, tunnelUrl } from '../lib/tunnel/pro
 import type { PublicFrontendConfig } from './config.ts';
 import { isRegistrationStore } from './registration-store.ts';
 import { ShareRegistry } from './share-registry.ts';
+import { reservedTokens } from '../lib/share/reserved-tokens.ts';
 import type { ControllerStore } from './store.ts';
 import type { TunnelOffer } from './tunnel-api.ts';
 
@@ -21,12 +22,11 @@ export async function publicFrontendTunnel(
   if (!isRegistrationStore(store)) {
     throw new SvcError('invalid_config', 'public_frontend: this store cannot keep the share registry');
   }
-  const registry = await ShareRegistry.open(
-    store,
-    config.providers,
-    logger,
-    config.tokenQuarantineMs ? { quarantineMs: config.tokenQuarantineMs } : {},
-  );
+  const registry = await ShareRegistry.open(store, config.providers, logger, {
+    ...(config.tokenQuarantineMs ? { quarantineMs: config.tokenQuarantineMs } : {}),
+    // The endpoint's own host may be a share host's sibling (agents tunnel there).
+    reservedTokens: reservedTokens([config.endpointUrl.hostname, ...(config.reservedHosts ?? [])], config.domain),
+  });
   const { endpointUrl, domain } = config;
   const base = { protocol: endpointUrl.protocol, port: endpointUrl.port };
   return {

@@ -20,6 +20,8 @@ export interface ShareRegistryOptions {
   /** How long a freed token stays reserved to its account (default TOKEN_QUARANTINE_MS). */
   readonly quarantineMs?: number;
   readonly clock?: Clock;
+  /** Tokens of the installation's own hosts (lib/share/reserved-tokens.ts): refused, 422 `invalid_share`. */
+  readonly reservedTokens?: ReadonlyMap<string, string>;
 }
 
 /** A share as an agent publishes it (the `/tunnel/shares/*` request body). */
@@ -48,6 +50,7 @@ export class ShareRegistry implements ShareDirectory {
   private readonly logger: Logger;
   private readonly providers: readonly string[];
   private readonly quarantine: TokenQuarantine;
+  private readonly reserved: ReadonlyMap<string, string>;
   private readonly shares = new Map<string, PublishedShare>();
   private readonly listeners = new Set<(envZId: string) => void>();
   /** The revision frontends in their own processes long-poll (controller/frontend-api.ts). */
@@ -58,7 +61,9 @@ export class ShareRegistry implements ShareDirectory {
     providers: readonly string[],
     logger: Logger,
     quarantine: TokenQuarantine,
+    reserved: ReadonlyMap<string, string>,
   ) {
+    this.reserved = reserved;
     this.store = store;
     this.providers = providers;
     this.logger = logger;
@@ -76,7 +81,7 @@ export class ShareRegistry implements ShareDirectory {
       ...(options.quarantineMs !== undefined ? { durationMs: options.quarantineMs } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
     });
-    const registry = new ShareRegistry(store, providers, logger, quarantine);
+    const registry = new ShareRegistry(store, providers, logger, quarantine, options.reservedTokens ?? new Map());
     for (const record of await store.listRegistrations()) registry.shares.set(record.token, published(record));
     return registry;
   }
@@ -208,7 +213,12 @@ export class ShareRegistry implements ShareDirectory {
    * agent. `instance`: the share's when it is already registered, else a new one is minted.
    */
   private validate(env: EnvironmentRecord, share: ShareAnnouncement, instance?: string): RegistrationRecord {
-    const rules = { providerNames: this.providers, tokenRequired: true, targetElsewhere: true };
+    const rules = {
+      providerNames: this.providers,
+      tokenRequired: true,
+      targetElsewhere: true,
+      reservedTokens: this.reserved,
+    };
     const spec = valueOrThrow(
       validateShareSpec({ ...share }, API_SHARE_FIELDS, rules),
       'invalid_share',

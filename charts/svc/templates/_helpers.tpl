@@ -65,6 +65,27 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- .Values.auth.host | default $fromEndpoint | required "auth.host is required with frontend.existingSecret (the host of the oauth endpoint_url)" -}}
 {{- end }}
 
+{{/*
+The installation's own hosts directly under the share domain, as a JSON list: the auth endpoint's,
+the public frontend's endpoint host and the controller API's Ingress host, each when deployed. A
+share token equal to such a host's first label would give a tenant's share that host: the operator
+(--reserved-host), the controller's share registry (public_frontend.reserved_hosts) and the
+admission policy refuse them (lib/share/reserved-tokens.ts).
+*/}}
+{{- define "svc.reservedHosts" -}}
+{{- $domain := include "svc.shareDomain" . -}}
+{{- $hosts := list -}}
+{{- if include "svc.oauthEnabled" . }}{{ $hosts = append $hosts (include "svc.authHost" .) }}{{ end -}}
+{{- if .Values.publicFrontend.enabled }}{{ $hosts = append $hosts (urlParse (include "svc.publicFrontendEndpoint" .)).hostname }}{{ end -}}
+{{- if and .Values.controller.enabled .Values.controller.ingress.enabled .Values.controller.ingress.host }}{{ $hosts = append $hosts .Values.controller.ingress.host }}{{ end -}}
+{{- $reserved := list -}}
+{{- range $hosts }}
+{{- $host := lower . -}}
+{{- if and (hasSuffix (printf ".%s" $domain) $host) (not (contains "." (trimSuffix (printf ".%s" $domain) $host))) }}{{ $reserved = append $reserved $host }}{{ end -}}
+{{- end -}}
+{{- toJson (uniq $reserved) -}}
+{{- end }}
+
 {{/* The public frontend's name (Deployment, Service, ServiceAccount, Role, config Secret, ...). */}}
 {{- define "svc.publicFrontendName" -}}
 {{ .Release.Name }}-public-frontend
