@@ -370,6 +370,27 @@ describe("the operator's credentials", () => {
         }),
       { byPolicy: 'serves share hosts (*.share.example.com) only' },
     );
+    await expectRefused(
+      'expose',
+      "Ingress for the auth endpoint's own host under the share domain",
+      () =>
+        apply(operator, {
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'Ingress',
+          metadata: { name: 'svc-share-takes-auth', namespace: TEAM, labels: OWNED },
+          spec: {
+            rules: [
+              {
+                host: 'auth.share.example.com',
+                http: {
+                  paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'x', port: { number: 80 } } } }],
+                },
+              },
+            ],
+          },
+        }),
+      { byPolicy: "never the installation's own hosts" },
+    );
     await expectRefused('expose', 'create a Share', () => apply(operator, share('exposed')), {
       byPolicy: 'never writes Shares or Accesses',
     });
@@ -615,6 +636,10 @@ describe("the operator's credentials and share pod scheduling", () => {
     await apply(operator, shareRoute('routed'));
     const attempts: [string, (spec: Record<string, unknown>) => void][] = [
       ['the auth host', (spec) => void (spec.hostnames = ['auth.share.example.com.evil.io'])],
+      [
+        "the auth endpoint's own host under the share domain",
+        (spec) => void (spec.hostnames = ['auth.share.example.com']),
+      ],
       ['every share host at once', (spec) => void (spec.hostnames = ['*.share.example.com'])],
       ['a second host', (spec) => void (spec.hostnames = ['a.share.example.com', 'b.share.example.com'])],
       ['another Gateway', (spec) => void (spec.parentRefs = [{ name: 'internal', namespace: 'gateway-system' }])],
