@@ -634,6 +634,8 @@ describe('rendered public frontend', () => {
       endpoint_url: 'https://share.example.com',
       credential_file: '/etc/svc/frontend/credential',
       providers: ['google'],
+      // The auth endpoint's host: no tunnel share may take its token.
+      reserved_hosts: ['auth.share.example.com'],
     });
     const pod = (find(objs, 'Deployment', 'svc-controller') as Obj & FrontendDeployment).spec.template.spec;
     expect(pod.containers[0]?.volumeMounts).toContainEqual({

@@ -259,6 +259,8 @@ describe('rendered manifests', () => {
       '--metrics-listen=0.0.0.0:8080',
       '--concurrency=16',
       '--unenroll-deadline=10m',
+      '--auth-share-quota=524288',
+      '--reserved-host=auth.share.example.com',
       '--ingress-tls=none',
     ]);
     const [frontend] = containers(find(objs, 'Deployment', 'svc-auth'));
