@@ -176,6 +176,25 @@ describe('the operator', () => {
     expect(await args('--set', 'operator.unenrollDeadlineMinutes=3')).toContain('--unenroll-deadline=3m');
   });
 
+  it('gets the auth share quota from values, and reserves the installation’s own hosts under the share domain', async () => {
+    const values = await valuesFile('reserved.yaml', {
+      frontend: { oauth: CHART_OAUTH },
+      controller: { ingress: { enabled: true, host: 'api.example.com' } },
+      operator: { authShareQuotaBytes: 65536 },
+    });
+    const tunnel = ['--set', 'publicFrontend.endpointUrl=https://tunnel.share.example.com'];
+    const objs = await runner.template(...publicFrontend(), ...tunnel, '-f', values);
+    const args = operatorArgs(objs).filter((a) => a.startsWith('--auth-share') || a.startsWith('--reserved-host'));
+    // api.example.com is outside the share domain: no share host can be it.
+    expect(args).toEqual([
+      '--auth-share-quota=65536',
+      '--reserved-host=auth.share.example.com',
+      '--reserved-host=tunnel.share.example.com',
+    ]);
+    const policy = JSON.stringify(findObject(objs, 'ValidatingAdmissionPolicy', 'svc-operator-writes'));
+    expect(policy).toContain("!(r.host in ['auth.share.example.com', 'tunnel.share.example.com'])");
+  });
+
   it.each([
     ['a TLS mode it does not know', 'operator.shareIngress.tls.mode=wildcard', "at '/operator/shareIngress/tls/mode'"],
     [
@@ -184,6 +203,11 @@ describe('the operator', () => {
       "at '/operator/shareIngress/tls/secretName'",
     ],
     ['an unenroll deadline of 0', 'operator.unenrollDeadlineMinutes=0', "at '/operator/unenrollDeadlineMinutes'"],
+    [
+      'an auth share quota below one large share',
+      'operator.authShareQuotaBytes=1000',
+      "at '/operator/authShareQuotaBytes'",
+    ],
   ])('refuses %s', async (_name, set, message) => {
     const out = await runner.helm('template', 'svc', CHART, ...domain, '--set', set);
     expect(out.code).not.toBe(0);
