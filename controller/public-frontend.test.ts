@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../lib/logger.ts';
 import { ControllerFileStore } from './file-store.ts';
 import { publicFrontendTunnel } from './public-frontend.ts';
-import { newEnvironmentToken } from './secrets.ts';
+import { newEnvironmentToken } from './tokens.ts';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
