@@ -101,18 +101,7 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
   if (!shareDomain) r.problem('--share-domain', 'required (share hosts are <token>.<domain>)', 'required');
   else if (!DNS_SUBDOMAIN.test(shareDomain) || shareDomain.length > 190)
     r.problem('--share-domain', `must be a DNS domain such as share.example.com, got ${JSON.stringify(shareDomain)}`);
-  const ingressClass = flags.ingressClass ?? '';
-  if (ingressClass && (!DNS_SUBDOMAIN.test(ingressClass) || ingressClass.length > 253))
-    r.problem('--ingress-class', `must be an IngressClass name, got ${JSON.stringify(ingressClass)}`);
-  const annotations: Record<string, string> = {};
-  for (const pair of flags.ingressAnnotation ?? []) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0) r.problem('--ingress-annotation', `must be key=value, got ${JSON.stringify(pair)}`);
-    else annotations[pair.slice(0, eq)] = pair.slice(eq + 1);
-  }
-  const tls = parseShareTls(flags.ingressTls ?? 'none');
-  if (typeof tls === 'string') r.problem('--ingress-tls', tls);
-  const route = parseShareRoute(flags.shareHttpRoute, r.problems);
+  const { ingressClass, annotations, tls, route } = readIngressFlags(flags, r);
   const leaseName = flags.leaseName ?? 'svc-operator';
   if (!DNS_SUBDOMAIN.test(leaseName) || leaseName.length > 253)
     r.problem('--lease-name', `must be a Lease name, got ${JSON.stringify(leaseName)}`);
@@ -127,26 +116,7 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
   else if (/\s/.test(image)) r.problem('--image', 'must not contain whitespace');
   const podSettings = parsePodSettings(flags.podSettings, r.problems);
   const metricsListen = r.listenAddress(flags.metricsListen ?? '0.0.0.0:8080', '--metrics-listen');
-  const concurrency = Number(flags.concurrency ?? '16');
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
-    r.problem('--concurrency', 'must be an integer 1-64');
-  const requestTimeoutS = Number(flags.kubeRequestTimeout ?? '30');
-  if (!Number.isInteger(requestTimeoutS) || requestTimeoutS < 1 || requestTimeoutS > 600)
-    r.problem('--kube-request-timeout', `must be whole seconds 1-600, got ${JSON.stringify(flags.kubeRequestTimeout)}`);
-  const authShareQuotaBytes = Number(flags.authShareQuota ?? DEFAULT_AUTH_SHARE_QUOTA_BYTES);
-  if (
-    !Number.isInteger(authShareQuotaBytes) ||
-    authShareQuotaBytes < MIN_AUTH_SHARE_QUOTA_BYTES ||
-    authShareQuotaBytes > AUTH_SHARDS * MAX_SECRET_BYTES
-  )
-    r.problem(
-      '--auth-share-quota',
-      `must be whole bytes ${MIN_AUTH_SHARE_QUOTA_BYTES}-${AUTH_SHARDS * MAX_SECRET_BYTES}, got ${JSON.stringify(flags.authShareQuota)}`,
-    );
-  const reservedHosts = (flags.reservedHost ?? []).map((h) => h.toLowerCase());
-  for (const host of reservedHosts)
-    if (!DNS_SUBDOMAIN.test(host) || host.length > 253)
-      r.problem('--reserved-host', `must be a host name such as api.share.example.com, got ${JSON.stringify(host)}`);
+  const { concurrency, requestTimeoutS, authShareQuotaBytes, reservedHosts } = readLimitFlags(flags, r);
   if (
     r.problems.length > 0 ||
     !frontendSecret ||
@@ -180,6 +150,49 @@ export function parseOperatorFlags(flags: OperatorFlags): OperatorOptions {
     authShareQuotaBytes,
     reservedHosts,
   };
+}
+
+/** The flags of the operator's share Ingresses or HTTPRoutes. */
+function readIngressFlags(flags: OperatorFlags, r: ConfigReader) {
+  const ingressClass = flags.ingressClass ?? '';
+  if (ingressClass && (!DNS_SUBDOMAIN.test(ingressClass) || ingressClass.length > 253))
+    r.problem('--ingress-class', `must be an IngressClass name, got ${JSON.stringify(ingressClass)}`);
+  const annotations: Record<string, string> = {};
+  for (const pair of flags.ingressAnnotation ?? []) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) r.problem('--ingress-annotation', `must be key=value, got ${JSON.stringify(pair)}`);
+    else annotations[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  const tls = parseShareTls(flags.ingressTls ?? 'none');
+  if (typeof tls === 'string') r.problem('--ingress-tls', tls);
+  const route = parseShareRoute(flags.shareHttpRoute, r.problems);
+  return { ingressClass, annotations, tls, route };
+}
+
+/** Work-queue, API and share-list limits, and the hosts no Share may take. */
+function readLimitFlags(flags: OperatorFlags, r: ConfigReader) {
+  const concurrency = Number(flags.concurrency ?? '16');
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
+    r.problem('--concurrency', 'must be an integer 1-64');
+  const requestTimeoutS = Number(flags.kubeRequestTimeout ?? '30');
+  if (!Number.isInteger(requestTimeoutS) || requestTimeoutS < 1 || requestTimeoutS > 600)
+    r.problem('--kube-request-timeout', `must be whole seconds 1-600, got ${JSON.stringify(flags.kubeRequestTimeout)}`);
+  const authShareQuotaBytes = Number(flags.authShareQuota ?? DEFAULT_AUTH_SHARE_QUOTA_BYTES);
+  const maxQuota = AUTH_SHARDS * MAX_SECRET_BYTES;
+  if (
+    !Number.isInteger(authShareQuotaBytes) ||
+    authShareQuotaBytes < MIN_AUTH_SHARE_QUOTA_BYTES ||
+    authShareQuotaBytes > maxQuota
+  )
+    r.problem(
+      '--auth-share-quota',
+      `must be whole bytes ${MIN_AUTH_SHARE_QUOTA_BYTES}-${maxQuota}, got ${JSON.stringify(flags.authShareQuota)}`,
+    );
+  const reservedHosts = (flags.reservedHost ?? []).map((h) => h.toLowerCase());
+  for (const host of reservedHosts)
+    if (!DNS_SUBDOMAIN.test(host) || host.length > 253)
+      r.problem('--reserved-host', `must be a host name such as api.share.example.com, got ${JSON.stringify(host)}`);
+  return { concurrency, requestTimeoutS, authShareQuotaBytes, reservedHosts };
 }
 
 /** `<n>m` (whole minutes, at least one) in milliseconds; undefined when malformed. */
