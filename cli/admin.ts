@@ -40,7 +40,7 @@ export function registerAdminCommands(program: Command): void {
       const r = new ConfigReader();
       const choice = readStoreFlags(r, opts);
       r.finish('the svc admin create account flags');
-      const { openStore } = await import('../controller/main.ts');
+      const { openStore } = await import('../controller/start.ts');
       const store = (await openStore(choice as StoreChoice)) ?? new ControllerFileStore(controllerDataDir(opts));
       const { token, id, hash } = newSecretToken('svca');
       await store.createAccount({ id, email, tokenHash: hash, createdAt: new Date().toISOString() });

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { loadYamlFile } from '../lib/config-reader.ts';
-import { badInput } from '../lib/errors.ts';
+import type { ControllerCommandOptions } from '../serve/controller-main.ts';
 import { registerAdminCommands } from './admin.ts';
 import { registerEnableCommands } from './enable.ts';
 import { registerEnrollCommands } from './enroll.ts';
@@ -22,39 +21,11 @@ export function registerControllerCommands(program: Command): void {
     .option('--store <kind>', 'where accounts, environments and enrollments live: file (data dir) or kubernetes')
     .option('--dev', 'installation only: the bundled development identity provider (never for production)')
     .option('--namespace <ns>', 'with --store kubernetes: namespace of the records (default: the pod namespace)')
-    .action(
-      async (opts: {
-        config?: string;
-        dataDir?: string;
-        listen?: string;
-        store?: string;
-        namespace?: string;
-        dev?: boolean;
-      }) => {
-        if (opts.config && servesTunnels(opts.config)) {
-          if (opts.store !== undefined && opts.store !== 'file') {
-            throw badInput(
-              '--store: an installation with a public frontend keeps its share registry in the file store',
-            );
-          }
-          const { runInstallation } = await import('../serve/installation.ts');
-          return runInstallation({ config: opts.config, ...opts });
-        }
-        const { runController } = await import('../controller/main.ts');
-        const { consoleSealer } = await import('../serve/console-sign-in.ts');
-        await runController({ ...opts, consoleSealer: consoleSealer(undefined) });
-      },
-    );
+    .action(async (opts: ControllerCommandOptions) => {
+      const { runController } = await import('../serve/controller-main.ts');
+      await runController(opts);
+    });
   registerAdminCommands(program);
   registerEnableCommands(program);
   registerEnrollCommands(program);
-}
-
-/**
- * A controller config with a `frontend` or `oauth` section describes the installation: the controller
- * plus the public frontend that serves the environments' shares through their tunnels.
- */
-function servesTunnels(path: string): boolean {
-  const doc = loadYamlFile(path);
-  return Boolean(doc && typeof doc === 'object' && ('frontend' in doc || 'oauth' in doc));
 }

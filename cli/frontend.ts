@@ -7,8 +7,8 @@ export function registerFrontendCommands(program: Command): void {
     .description('run the OAuth public frontend (the per-share sidecar) from a config file')
     .requiredOption('-c, --config <file>', 'frontend configuration (YAML)')
     .action(async (opts: { config: string }) => {
-      const { runFrontend } = await import('../sidecar/main.ts');
-      await runFrontend(opts.config);
+      const { runFrontend } = await import('../sidecar/frontend-main.ts');
+      await runFrontend(opts);
     });
 
   const config = program.command('config').description('configuration tools');

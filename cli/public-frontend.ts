@@ -16,7 +16,7 @@ export function registerPublicFrontendCommands(program: Command): void {
     )
     .option('--check', 'validate the configuration, report every problem and exit')
     .action(async (opts: { config: string; check?: boolean }) => {
-      const { runPublicFrontend } = await import('../sidecar/tunnel/run-public-frontend.ts');
-      await runPublicFrontend(opts.config, { check: opts.check === true });
+      const { runPublicFrontend } = await import('../sidecar/public-frontend-main.ts');
+      await runPublicFrontend(opts);
     });
 }

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { ServeCommandOptions } from '../serve/serve-main.ts';
 
 /** `svc serve [--config svc.yaml] [--dev]`: the single-machine service (docs/agent.md). */
 export function registerServeCommands(program: Command): void {
@@ -13,17 +14,8 @@ export function registerServeCommands(program: Command): void {
     .option('--data-dir <dir>', "state and local API socket (default $SVC_DATA_DIR, the config's data_dir, or ~/.svc)")
     .option('--listen <ip:port>', 'frontend listen address (overrides the config; default 127.0.0.1:8080)')
     .option('--check', 'validate the configuration with these flags, print a summary and exit')
-    .action(async (opts: { config?: string; dev?: boolean; dataDir?: string; listen?: string; check?: boolean }) => {
-      if (opts.check) {
-        const { loadServeConfig } = await import('../serve/config.ts');
-        const config = loadServeConfig(opts.config, opts);
-        const { host, port } = config.frontend.listen;
-        process.stdout.write(
-          `${opts.config ?? '(defaults)'}: valid (frontend ${host}:${port}, shares at <token>.${config.frontend.domain}, ${config.oauth ? `${config.oauth.providers.length} provider(s)` : 'no OAuth'})\n`,
-        );
-        return;
-      }
-      const { runServe } = await import('../serve/serve.ts');
+    .action(async (opts: ServeCommandOptions) => {
+      const { runServe } = await import('../serve/serve-main.ts');
       await runServe(opts);
     });
 }

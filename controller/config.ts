@@ -201,7 +201,11 @@ export function readPublicFrontend(
  * one pass: every problem of the file and the flags is reported at once, a flag's under its name.
  */
 export function loadControllerConfig(path: string | undefined, flags: ControllerFlags = {}): ControllerConfigFile {
-  const doc = path === undefined ? {} : (loadYamlFile(path) ?? {});
+  return parseControllerConfig(path === undefined ? {} : (loadYamlFile(path) ?? {}), flags, path);
+}
+
+/** Validates a controller config document read from `path` with the flags merged in; see {@link loadControllerConfig}. */
+export function parseControllerConfig(doc: unknown, flags: ControllerFlags = {}, path?: string): ControllerConfigFile {
   const merged = withFlags(doc, [{ flag: '--listen', path: 'controller.listen', value: flags.listen }]);
   const r = merged.reader;
   const top = r.object(merged.doc, '(document)') ?? {};

@@ -8,7 +8,7 @@ import { createLogger } from '../lib/logger.ts';
 import { DEFAULT_AGENT_TIMEOUT_MS } from './config.ts';
 import { ControllerFileStore } from './file-store.ts';
 import { createIdentity, loadIdentity } from '../lib/remoting/identity.ts';
-import { startController, type RunningController } from './main.ts';
+import { startController, type RunningController } from './start.ts';
 import { MEDIA_TYPE } from '../lib/api-client.ts';
 import { OpenApi } from './openapi.ts';
 import { newSecretToken } from './tokens.ts';

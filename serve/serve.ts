@@ -1,5 +1,4 @@
-import { untilSignal } from '../lib/signals.ts';
-import { createLogger, type Logger } from '../lib/logger.ts';
+import type { Logger } from '../lib/logger.ts';
 import type { OAuthConfig } from '../lib/config/frontend.ts';
 import { Agent } from '../agent/agent.ts';
 import { formatAddress } from '../lib/listen.ts';
@@ -7,7 +6,7 @@ import { ensureDataDir, resolveDataDir, socketPath } from '../lib/data-dir.ts';
 import { startDevLogin } from './dev.ts';
 import { FileStore } from '../agent/file-store.ts';
 import { assertNotRunning, startLocalApi } from '../agent/local-api.ts';
-import { loadServeConfig } from './config.ts';
+import { loadServeConfig, type ServeConfig } from './config.ts';
 import { shareUrl } from '../lib/tunnel/protocol.ts';
 import { agentExecutor } from '../agent/remoting/executor.ts';
 import { startRemoting } from '../agent/remoting/service.ts';
@@ -36,135 +35,161 @@ export interface RunningServe {
   close(): Promise<void>;
 }
 
+/** What `svc serve` closes, latest first; every step adds what it started. */
+class Cleanups {
+  readonly #steps: (() => Promise<void>)[] = [];
+  add(step: () => Promise<void>): void {
+    this.#steps.push(step);
+  }
+  readonly close = async (): Promise<void> => {
+    for (const step of this.#steps.splice(0).reverse()) await step().catch(() => undefined);
+  };
+}
+
+/** The validated settings of one `svc serve`: its config with the flags applied, and where its state lives. */
+interface ServePlan {
+  readonly options: ServeOptions;
+  readonly config: ServeConfig;
+  readonly dataDir: string;
+  readonly socket: string;
+}
+
 /**
  * `svc serve`: the single-machine service in one process: the agent (shares, their backends,
  * health checks) with its state in the data directory, the agent's local API for the CLI (a Unix
  * socket in the data directory), and the public frontend reading the agent's live share table.
  * With `--dev`, the bundled development identity provider and a ready `oauth` section too.
- * Parse config -> validate -> build -> start; anything started is closed again when a later step fails.
+ * Steps: plan (validate) → dev provider → agent → frontend → local API and page → controller,
+ * remoting and tunnel; anything started is closed again when a later step fails.
  */
 export async function startServe(options: ServeOptions, logger: Logger): Promise<RunningServe> {
-  const config = loadServeConfig(options.config, options);
-  const dataDir = resolveDataDir(options.dataDir, config.dataDir);
-  ensureDataDir(dataDir, (message) => logger.warn(message));
-  const socket = socketPath(dataDir);
-  await assertNotRunning(socket);
-  const listen = config.frontend.listen;
-  const domain = config.frontend.domain;
-
-  const cleanups: (() => Promise<void>)[] = [];
-  const close = async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-  };
+  const plan = await planServe(options, logger);
+  const { config, dataDir } = plan;
+  const cleanups = new Cleanups();
   try {
-    let oauth: OAuthConfig | undefined = config.oauth;
-    let devLoginUrl: string | undefined;
     const bound: { endpoint?: URL } = {};
-    if (options.dev) {
-      const dev = await startDevLogin(dataDir, listen, domain, () => bound.endpoint);
-      cleanups.push(() => dev.close());
-      oauth = dev.oauth;
-      devLoginUrl = dev.loginUrl;
-    }
-
-    const store = new FileStore(dataDir);
-    const providerNames = oauth?.providers.map((p) => p.name) ?? [];
-    const inspector = config.ui.enabled && config.ui.inspector ? new InspectorStore(config.ui.inspector) : undefined;
-    const ownCookie = oauth?.cookieName;
-    const agent = new Agent({
-      store,
-      logger,
-      providerNames,
-      ...(inspector ? { inspector: { store: inspector, ...(ownCookie ? { ownCookie } : {}) } } : {}),
-    });
-    await agent.start();
-    cleanups.push(() => agent.close());
-
-    const configured = oauth?.endpointUrl ?? config.frontend.endpointUrl;
-    const { startFrontend } = await import('../sidecar/frontend.ts');
-    const frontend = await startFrontend({
-      listen,
-      // Without a configured URL (or in --dev with port 0) the public URL names the bound port.
-      endpointUrl:
-        configured && !(options.dev && listen.port === 0)
-          ? configured
-          : (port) => new URL(`http://${options.dev ? `auth.${domain}` : domain}:${port}`),
-      domain,
-      ...(oauth ? { oauth } : {}),
-      shares: agent.shareSource(),
-      logger,
-      ...(config.frontend.metricsListen ? { metricsListen: config.frontend.metricsListen } : {}),
-    });
-    cleanups.push(() => frontend.close());
+    const dev = options.dev
+      ? await startDevLogin(dataDir, config.frontend.listen, config.frontend.domain, () => bound.endpoint)
+      : undefined;
+    if (dev) cleanups.add(() => dev.close());
+    const oauth = dev?.oauth ?? config.oauth;
+    const { agent, inspector } = await startAgent(plan, oauth, logger);
+    cleanups.add(() => agent.close());
+    const { frontend, shareUrl: frontendUrl } = await startServeFrontend(plan, oauth, agent, logger);
+    cleanups.add(() => frontend.close());
     bound.endpoint = frontend.endpointUrl;
-    const base = { protocol: frontend.endpointUrl.protocol, port: frontend.endpointUrl.port };
-    const frontendUrl = (token: string) => shareUrl(token, domain, base);
-    agent.setPublicUrl(frontendUrl);
-
-    const api = await startLocalApi(agent, socket, logger);
-    cleanups.push(() => api.close());
-    const ui = config.ui.enabled
-      ? await startUi(config.ui, {
-          agent,
-          providers: providerNames,
-          logger,
-          ...(inspector ? { inspector } : {}),
-          ...(ownCookie ? { ownCookie } : {}),
-        })
-      : undefined;
-    if (ui) cleanups.push(() => ui.close());
-    // Controller API and agent remoting (docs/controller.md).
-    const controller = config.controller
-      ? await (await import('../controller/main.ts')).startController({ ...config.controller, dataDir, logger })
-      : undefined;
-    if (controller) cleanups.push(() => controller.close());
-    const remoting = startRemoting({ dataDir, executor: agentExecutor(agent), logger });
-    cleanups.push(() => remoting.close());
-    // An environment enabled at an installation that offers tunnels publishes through it (docs/design.md).
-    const tunnel = startTunnelService({ dataDir, agent, logger });
-    cleanups.push(() => tunnel.close());
+    const ui = await startLocalSurfaces(plan, { agent, oauth, inspector, cleanups }, logger);
+    const controller = await startRemoteParts(plan, agent, cleanups, logger);
     logger.info(
       {
         dataDir,
-        frontend: formatAddress({ host: listen.host, port: frontend.port }),
-        domain,
+        frontend: formatAddress({ host: config.frontend.listen.host, port: frontend.port }),
+        domain: config.frontend.domain,
         oauth: Boolean(oauth),
       },
       'svc serve ready',
     );
     return {
       dataDir,
-      socketPath: socket,
+      socketPath: plan.socket,
       frontendPort: frontend.port,
       frontendUrl,
-      ...(devLoginUrl ? { devLoginUrl } : {}),
+      ...(dev ? { devLoginUrl: dev.loginUrl } : {}),
       ...(controller ? { controllerUrl: controller.apiUrl } : {}),
       ...(ui ? { pageUrl: ui.url } : {}),
-      close,
+      close: cleanups.close,
     };
   } catch (err) {
-    await close();
+    await cleanups.close();
     throw err;
   }
 }
 
-/** Runs `svc serve` until SIGINT/SIGTERM; prints where everything is to stdout once ready. */
-export async function runServe(options: ServeOptions): Promise<void> {
-  const stopped = untilSignal();
-  const logger = createLogger('svc-serve');
-  const running = await startServe(options, logger);
-  const lines = [
-    'svc serve is ready',
-    ...(running.pageUrl ? [`  page:      ${running.pageUrl}  (shares, accesses, request inspector)`] : []),
-    `  frontend:  listening on port ${running.frontendPort}; shares at ${running.frontendUrl('token').replace('//token.', '//<token>.')}`,
-    `  local API: unix:${running.socketPath}`,
-    ...(running.controllerUrl ? [`  controller: ${running.controllerUrl}`] : []),
-    `  data dir:  ${running.dataDir}`,
-    ...(running.devLoginUrl ? [`  dev login: provider "dev" at ${running.devLoginUrl} (any email address)`] : []),
-    '  next:      svc share public http://127.0.0.1:3000',
-  ];
-  process.stdout.write(`${lines.join('\n')}\n`);
-  await stopped;
-  logger.info('svc serve stopping');
-  await running.close();
+/** Validates the config with the flags, prepares the data directory and refuses a second serve on it. */
+async function planServe(options: ServeOptions, logger: Logger): Promise<ServePlan> {
+  const config = loadServeConfig(options.config, options);
+  const dataDir = resolveDataDir(options.dataDir, config.dataDir);
+  ensureDataDir(dataDir, (message) => logger.warn(message));
+  const socket = socketPath(dataDir);
+  await assertNotRunning(socket);
+  return { options, config, dataDir, socket };
+}
+
+/** The agent over the data directory's share table, with the request inspector when the page has one. */
+async function startAgent(plan: ServePlan, oauth: OAuthConfig | undefined, logger: Logger) {
+  const { ui } = plan.config;
+  const inspector = ui.enabled && ui.inspector ? new InspectorStore(ui.inspector) : undefined;
+  const ownCookie = oauth?.cookieName;
+  const agent = new Agent({
+    store: new FileStore(plan.dataDir),
+    logger,
+    providerNames: oauth?.providers.map((p) => p.name) ?? [],
+    ...(inspector ? { inspector: { store: inspector, ...(ownCookie ? { ownCookie } : {}) } } : {}),
+  });
+  await agent.start();
+  return { agent, inspector };
+}
+
+/** The public frontend over the agent's live share table; tells the agent its shares' public URLs. */
+async function startServeFrontend(plan: ServePlan, oauth: OAuthConfig | undefined, agent: Agent, logger: Logger) {
+  const { options, config } = plan;
+  const { listen, domain } = config.frontend;
+  const configured = oauth?.endpointUrl ?? config.frontend.endpointUrl;
+  const { startFrontend } = await import('../sidecar/frontend.ts');
+  const frontend = await startFrontend({
+    listen,
+    // Without a configured URL (or in --dev with port 0) the public URL names the bound port.
+    endpointUrl:
+      configured && !(options.dev && listen.port === 0)
+        ? configured
+        : (port) => new URL(`http://${options.dev ? `auth.${domain}` : domain}:${port}`),
+    domain,
+    ...(oauth ? { oauth } : {}),
+    shares: agent.shareSource(),
+    logger,
+    ...(config.frontend.metricsListen ? { metricsListen: config.frontend.metricsListen } : {}),
+  });
+  const base = { protocol: frontend.endpointUrl.protocol, port: frontend.endpointUrl.port };
+  const url = (token: string) => shareUrl(token, domain, base);
+  agent.setPublicUrl(url);
+  return { frontend, shareUrl: url };
+}
+
+/** The local API for the CLI and, unless `ui.enabled: false`, the agent's page. */
+async function startLocalSurfaces(
+  plan: ServePlan,
+  parts: { agent: Agent; oauth: OAuthConfig | undefined; inspector: InspectorStore | undefined; cleanups: Cleanups },
+  logger: Logger,
+) {
+  const { agent, inspector, cleanups } = parts;
+  const api = await startLocalApi(agent, plan.socket, logger);
+  cleanups.add(() => api.close());
+  if (!plan.config.ui.enabled) return undefined;
+  const ownCookie = parts.oauth?.cookieName;
+  const ui = await startUi(plan.config.ui, {
+    agent,
+    providers: parts.oauth?.providers.map((p) => p.name) ?? [],
+    logger,
+    ...(inspector ? { inspector } : {}),
+    ...(ownCookie ? { ownCookie } : {}),
+  });
+  cleanups.add(() => ui.close());
+  return ui;
+}
+
+/**
+ * The controller API (with a controller section), agent remoting, and the tunnel service: an
+ * environment enabled at an installation that offers tunnels publishes through it (docs/controller.md).
+ */
+async function startRemoteParts(plan: ServePlan, agent: Agent, cleanups: Cleanups, logger: Logger) {
+  const { dataDir, config } = plan;
+  const controller = config.controller
+    ? await (await import('../controller/start.ts')).startController({ ...config.controller, dataDir, logger })
+    : undefined;
+  if (controller) cleanups.add(() => controller.close());
+  const remoting = startRemoting({ dataDir, executor: agentExecutor(agent), logger });
+  cleanups.add(() => remoting.close());
+  const tunnel = startTunnelService({ dataDir, agent, logger });
+  cleanups.add(() => tunnel.close());
+  return controller;
 }

@@ -4,7 +4,7 @@ import { startTunnel, type RunningTunnel } from '../../agent/tunnel/tunnel-clien
 import { CookieJar, request } from '../../bench/lib/http.ts';
 import { devInteractionsLogin } from '../../bench/lib/dev-login.ts';
 import { ControllerFileStore } from '../../controller/file-store.ts';
-import { startController, type RunningController } from '../../controller/main.ts';
+import { startController, type RunningController } from '../../controller/start.ts';
 import { DEFAULT_AGENT_TIMEOUT_MS } from '../../controller/config.ts';
 import { newSecretToken } from '../../controller/tokens.ts';
 import { ShareRegistry, TOKEN_QUARANTINE_MS } from '../../controller/share-registry.ts';

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeControllerStore } from '../../controller/kube-store.ts';
-import { startController } from '../../controller/main.ts';
+import { startController } from '../../controller/start.ts';
 import { newSecretToken } from '../../controller/tokens.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { createLogger } from '../../lib/logger.ts';

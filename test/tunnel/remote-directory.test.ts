@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_AGENT_TIMEOUT_MS } from '../../controller/config.ts';
 import { ControllerFileStore } from '../../controller/file-store.ts';
-import { startController, type RunningController } from '../../controller/main.ts';
+import { startController, type RunningController } from '../../controller/start.ts';
 import { publicFrontendTunnel } from '../../controller/public-frontend.ts';
 import { newEnvironmentToken } from '../../controller/tokens.ts';
 import type { ShareRegistry } from '../../controller/share-registry.ts';

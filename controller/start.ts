@@ -1,29 +1,21 @@
-import { untilSignal } from '../lib/signals.ts';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ensureDataDir, resolveDataDir } from '../lib/data-dir.ts';
-import { createLogger, type Logger } from '../lib/logger.ts';
+import { resolveDataDir } from '../lib/data-dir.ts';
+import type { Logger } from '../lib/logger.ts';
 import { closeServer, formatAddress, listen, portOf } from '../lib/listen.ts';
 import { agentsLine } from '../lib/reachable-urls.ts';
 import { operations } from './api.ts';
-import {
-  loadControllerConfig,
-  type AgentControllerConfig,
-  type ControllerSettings,
-  type StoreChoice,
-} from './config.ts';
+import type { AgentControllerConfig, ControllerSettings, StoreChoice } from './config.ts';
 import { ControllerFileStore } from './file-store.ts';
 import { StoreLiveness } from './liveness.ts';
 import { FrontendApi } from './frontend-api.ts';
 import { ReplicaReports } from './replica-reports.ts';
-import { publicFrontendTunnel } from './public-frontend.ts';
 import { openApi } from './openapi.ts';
 import { RemotingHub } from './remoting-hub.ts';
 import { API_PREFIX, createApiServer } from './server.ts';
 import type { ControllerStore } from './store.ts';
 import type { ShareRegistry } from './share-registry.ts';
 import { createConsole, type ConsoleOptions } from './console/console.ts';
-import type { ConsoleSealer } from './console/session.ts';
 import type { ConsoleSources } from './console/views.ts';
 import { tunnelOperations, type TunnelOffer } from './tunnel-api.ts';
 
@@ -66,7 +58,7 @@ export interface RunningController {
 
 /**
  * Starts the controller: store → remoting hub (only with `agent_controller`) → API server on its
- * own listener. Used by `svc controller` and, in the same process as the agent, by `svc serve`.
+ * own listener. Composed by the mains of `svc controller` (serve/controller-main.ts) and `svc serve`.
  */
 export async function startController(options: ControllerOptions): Promise<RunningController> {
   const { logger, settings } = options;
@@ -178,51 +170,6 @@ function consoleOf(
     },
     origin: publicUrl ? () => publicUrl : parts.origin,
   });
-}
-
-/**
- * `svc controller [--config <file>] [--data-dir D] [--listen ip:port] [--store file|kubernetes
- * [--namespace N]]` until SIGINT/SIGTERM. `--store kubernetes` keeps accounts, environments and
- * enrollments as Secrets in namespace N (default: the pod's own namespace) through the in-cluster
- * service account or KUBECONFIG (controller/kube-store.ts).
- */
-export async function runController(options: {
-  config?: string;
-  dataDir?: string;
-  listen?: string;
-  store?: string;
-  namespace?: string;
-  /** Seals the console's cookies (cli: the frontend's sealer under per-start keys). */
-  consoleSealer: ConsoleSealer;
-}): Promise<void> {
-  const stopped = untilSignal();
-  const logger = createLogger('svc-controller');
-  const config = loadControllerConfig(options.config, options);
-  const dataDir = resolveDataDir(options.dataDir, config.dataDir);
-  const kube = await openStore(config.store);
-  if (!kube) ensureDataDir(dataDir, (message) => logger.warn(message));
-  const store = kube ?? new ControllerFileStore(dataDir);
-  const { publicFrontend } = config;
-  const running = await startController({
-    settings: config.controller,
-    ...(config.agentController ? { agentController: config.agentController } : {}),
-    store,
-    logger,
-    ...(publicFrontend ? { tunnel: await publicFrontendTunnel(store, publicFrontend, logger) } : {}),
-    console: { config: config.console, sealer: options.consoleSealer },
-  });
-  const where =
-    config.store.kind === 'kubernetes'
-      ? `  store:     kubernetes, namespace ${config.store.namespace}`
-      : `  data dir:  ${dataDir}`;
-  const frontend = publicFrontend
-    ? `  frontend:  ${publicFrontend.endpointUrl.origin} (public_frontend; shares at <token>.${publicFrontend.domain})\n`
-    : '';
-  process.stdout.write(
-    `svc controller is ready\n  api:       ${running.apiUrl}\n${running.agentsLine}\n  openapi:   ${running.apiUrl}/openapi.json\n  console:   ${new URL('/console', config.console.publicUrl ?? running.apiUrl).href}\n${where}\n${frontend}`,
-  );
-  await stopped;
-  await running.close();
 }
 
 /**

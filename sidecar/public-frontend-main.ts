@@ -1,15 +1,16 @@
-import { formatAddress } from '../../lib/listen.ts';
-import { REPORT_INTERVAL_MS } from '../../lib/tunnel/frontend-api.ts';
-import { createLogger } from '../../lib/logger.ts';
-import { untilSignal } from '../../lib/signals.ts';
-import { loadPublicFrontendConfig } from './public-frontend-config.ts';
-import { startPublicFrontend } from './public-frontend.ts';
+import { formatAddress } from '../lib/listen.ts';
+import { REPORT_INTERVAL_MS } from '../lib/tunnel/frontend-api.ts';
+import { createLogger } from '../lib/logger.ts';
+import { untilSignal } from '../lib/signals.ts';
+import { loadPublicFrontendConfig } from './tunnel/public-frontend-config.ts';
+import { startPublicFrontend } from './tunnel/public-frontend.ts';
 
 /**
  * `svc public-frontend`: parse config → validate (every problem at once; `--check` stops there) →
  * start → serve until SIGINT/SIGTERM.
  */
-export async function runPublicFrontend(path: string, options: { check: boolean }): Promise<void> {
+export async function runPublicFrontend(options: { readonly config: string; readonly check?: boolean }): Promise<void> {
+  const path = options.config;
   const config = loadPublicFrontendConfig(path);
   if (options.check) {
     process.stdout.write(

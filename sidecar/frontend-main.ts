@@ -15,7 +15,8 @@ import { runPrimary } from './workers.ts';
  * a file of its `share_directory` changes (a mounted Secret being updated), and a bad edit keeps
  * the last good list. A reload validates only the share files that changed since the last load.
  */
-export async function runFrontend(path: string): Promise<void> {
+export async function runFrontend(options: { readonly config: string }): Promise<void> {
+  const path = options.config;
   const shareFiles = new ShareFileCache();
   const config = loadFrontendConfig(path, { shareFiles });
   const log = createLogger('frontend');
