@@ -1,4 +1,11 @@
-import { constants, type Http2Stream } from 'node:http2';
+import type { Http2Stream } from 'node:http2';
+
+/**
+ * nghttp2's error codes this module needs (RFC 9113 §7), written out: the frontend's fast path
+ * imports this module, and `svc frontend` must not load node:http2 (and node:tls with it) for them.
+ */
+export const HTTP2_NO_ERROR = 0x0;
+export const HTTP2_CANCEL = 0x8;
 import type { Readable, Writable } from 'node:stream';
 
 /**
@@ -28,7 +35,7 @@ export function onceSettled(from: Readable, settled: (complete: boolean) => void
   const session = isHttp2Stream(from) ? from.session : undefined;
   const completed = (): boolean => {
     if (!isHttp2Stream(from)) return (from as Readable & { complete?: boolean }).complete !== false;
-    return from.rstCode === constants.NGHTTP2_NO_ERROR && session !== undefined && !session.destroyed;
+    return from.rstCode === HTTP2_NO_ERROR && session !== undefined && !session.destroyed;
   };
   let done = false;
   const settle = (complete: boolean): void => {
@@ -51,7 +58,7 @@ function isHttp2Stream(stream: Readable): stream is Readable & Http2Stream {
  */
 export function resetStream(stream: Http2Stream): void {
   if (stream.destroyed) return;
-  if (stream.writableEnded) stream.close(constants.NGHTTP2_CANCEL);
+  if (stream.writableEnded) stream.close(HTTP2_CANCEL);
   else stream.destroy(new Error('the other side of the relay failed'));
 }
 

@@ -1,12 +1,12 @@
 import type { OutgoingHttpHeaders } from 'node:http';
-import { constants, type ClientHttp2Stream, type Http2Session, type IncomingHttpHeaders } from 'node:http2';
+import type { ClientHttp2Stream, Http2Session, IncomingHttpHeaders } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { ShareCookies } from '../../lib/backend-cookies.ts';
 import { addBackendHeaders, type BackendHeaders } from '../../lib/http-pipe.ts';
 import { STATUS_CODES } from '../../lib/node-http.ts';
 import { openStream, withCookies } from '../../lib/tunnel/forward.ts';
 import { ROUTE_HEADER, tunnelHeaders } from '../../lib/tunnel/protocol.ts';
-import { declaredLength, resetStream } from '../../lib/tunnel/relay.ts';
+import { declaredLength, HTTP2_NO_ERROR, resetStream } from '../../lib/tunnel/relay.ts';
 import type { ForwardFailure, TunnelStreams } from '../../lib/tunnel/stream-target.ts';
 import { BACKEND_PAGES, pageResponse, TUNNEL_PAGES, tunnelPageHeaders, type Page } from '../pages.ts';
 import type { FastRequest } from './request-head.ts';
@@ -145,7 +145,7 @@ export class TunnelExchange {
     if (this.body === undefined) return this.fail('unreachable');
     const stream = this.stream as ClientHttp2Stream;
     const complete =
-      stream.rstCode === constants.NGHTTP2_NO_ERROR &&
+      stream.rstCode === HTTP2_NO_ERROR &&
       this.session !== undefined &&
       !this.session.destroyed &&
       (this.body !== 'length' || this.remaining === 0);
