@@ -21,7 +21,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { intArg } from './lib/load-args.ts';
-import { cpuSeconds, installCleanup, removeScratchDir, scratchDir, stopAll } from './lib/processes.ts';
+import { cpuSeconds, installCleanup, removeScratchDir, scratchDir, startModule, stopAll } from './lib/processes.ts';
+import type { FloorHop, startFloorHop } from './lib/tcp-floor.ts';
 import { fixed, machineLines, markdownTable, median, ratio, writeMarkdown } from './lib/report.ts';
 import { enableAgents, startSvcInstallation, startSvcServe, svcCommand } from './lib/svc.ts';
 
@@ -147,6 +148,53 @@ async function startTunnel(dir: string, ports: readonly number[]): Promise<{ acc
   return { accessPorts, pids: [accessor.pid, installation.pid, sharer.pid] };
 }
 
+const FLOOR_MODULE = fileURLToPath(new URL('./lib/tcp-floor.ts', import.meta.url));
+
+/** The floors: the same servers through plain Node relay processes, hop by hop (in, out). */
+const FLOORS: readonly { name: string; hops: readonly (readonly [FloorHop['inbound'], FloorHop['outbound']])[] }[] = [
+  {
+    name: 'floor: 3 Node TCP relays',
+    hops: [
+      ['tcp', 'tcp'],
+      ['tcp', 'tcp'],
+      ['tcp', 'tcp'],
+    ],
+  },
+  {
+    name: 'floor: 1 Node HTTP/2 stream (2 processes)',
+    hops: [
+      ['tcp', 'h2'],
+      ['h2', 'tcp'],
+    ],
+  },
+  {
+    name: 'floor: 3 Node relays, HTTP/2 between',
+    hops: [
+      ['tcp', 'h2'],
+      ['h2', 'h2'],
+      ['h2', 'tcp'],
+    ],
+  },
+];
+
+/** One floor's relay processes, started from the servers' end: the entry ports and the pids. */
+async function startFloor(hops: (typeof FLOORS)[number]['hops'], ports: readonly number[]) {
+  let next = [...ports];
+  const pids: number[] = [];
+  for (const [inbound, outbound] of [...hops].reverse()) {
+    const hop: FloorHop = { inbound, outbound, next, targets: ports.length };
+    const child = await startModule<Awaited<ReturnType<typeof startFloorHop>>>(
+      `floor ${inbound}->${outbound}`,
+      FLOOR_MODULE,
+      'startFloorHop',
+      hop,
+    );
+    next = child.ready.ports;
+    pids.unshift(child.pid);
+  }
+  return { ports: next, pids };
+}
+
 interface Figures {
   download: number[];
   upload: number[];
@@ -194,6 +242,12 @@ async function main(): Promise<void> {
     await measure(accessPorts, mib, 1, 20);
     const direct = await measure(servers.ports, mib, rounds, connections);
     const tunnel = await measure(accessPorts, mib, rounds, connections, pids);
+    const floors: [string, Figures][] = [];
+    for (const floor of FLOORS) {
+      const relays = await startFloor(floor.hops, servers.ports);
+      await measure(relays.ports, mib, 1, 20);
+      floors.push([floor.name, await measure(relays.ports, mib, rounds, connections, relays.pids)]);
+    }
     const row = (name: string, f: Figures) => [
       name,
       fixed(median(f.download), 0),
@@ -207,9 +261,9 @@ async function main(): Promise<void> {
     const table = markdownTable(
       [
         ...['path', 'download MiB/s', '× direct', 'upload MiB/s', '× direct', 'set-up p50 ms', 'set-up p95 ms'],
-        'CPU ms/MiB (accessing agent + installation + sharing agent)',
+        'CPU ms/MiB per process (accessing agent + installation + sharing agent; floors: hop by hop)',
       ],
-      [row('direct', direct), row('tunnel (TCP share)', tunnel)],
+      [row('direct', direct), row('tunnel (TCP share)', tunnel), ...floors.map(([name, f]) => row(name, f))],
     );
     const markdown = [
       '# TCP share through the tunnel',
