@@ -121,12 +121,21 @@ function percentile(values: readonly number[], p: number): number | undefined {
 }
 
 /** The installation and two agents of one account: the access ports of the three shares, and the pids. */
-async function startTunnel(dir: string, ports: readonly number[]): Promise<{ accessPorts: number[]; pids: number[] }> {
+async function startTunnel(
+  dir: string,
+  ports: readonly number[],
+  nodeFlags: readonly string[],
+): Promise<{ accessPorts: number[]; pids: number[] }> {
   const dataDir = (name: string) => join(dir, name);
   const [installation, sharer, accessor] = await Promise.all([
-    startSvcInstallation({ name: 'installation', dataDir: dataDir('installation'), domain: 'tcp.localhost' }),
-    startSvcServe({ name: 'sharing agent', dataDir: dataDir('sharer') }),
-    startSvcServe({ name: 'accessing agent', dataDir: dataDir('accessor') }),
+    startSvcInstallation({
+      name: 'installation',
+      dataDir: dataDir('installation'),
+      domain: 'tcp.localhost',
+      nodeFlags,
+    }),
+    startSvcServe({ name: 'sharing agent', dataDir: dataDir('sharer'), nodeFlags }),
+    startSvcServe({ name: 'accessing agent', dataDir: dataDir('accessor'), nodeFlags }),
   ]);
   await enableAgents(installation, dataDir('installation'), [
     { dataDir: dataDir('sharer'), process: sharer },
@@ -178,7 +187,11 @@ const FLOORS: readonly { name: string; hops: readonly (readonly [FloorHop['inbou
 ];
 
 /** One floor's relay processes, started from the servers' end: the entry ports and the pids. */
-async function startFloor(hops: (typeof FLOORS)[number]['hops'], ports: readonly number[]) {
+async function startFloor(
+  hops: (typeof FLOORS)[number]['hops'],
+  ports: readonly number[],
+  nodeFlags: readonly string[],
+) {
   let next = [...ports];
   const pids: number[] = [];
   for (const [inbound, outbound] of [...hops].reverse()) {
@@ -188,6 +201,8 @@ async function startFloor(hops: (typeof FLOORS)[number]['hops'], ports: readonly
       FLOOR_MODULE,
       'startFloorHop',
       hop,
+      20_000,
+      { nodeFlags },
     );
     next = child.ready.ports;
     pids.unshift(child.pid);
@@ -226,17 +241,24 @@ async function measure(
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { mib: { type: 'string' }, rounds: { type: 'string' }, connections: { type: 'string' } },
+    options: {
+      mib: { type: 'string' },
+      rounds: { type: 'string' },
+      connections: { type: 'string' },
+      'cpu-prof': { type: 'string' },
+    },
   });
   const mib = intArg('mib', values.mib ?? '100', 1, 4096);
   const rounds = intArg('rounds', values.rounds ?? '3', 1, 50);
   const connections = intArg('connections', values.connections ?? '200', 1, 10_000);
+  const profileDir = values['cpu-prof'];
+  const nodeFlags = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
   const loadBefore = loadavg();
   installCleanup();
   const dir = scratchDir('svc-bench-tunnel-tcp-');
   const servers = await startServers(mib);
   try {
-    const { accessPorts, pids } = await startTunnel(dir, servers.ports);
+    const { accessPorts, pids } = await startTunnel(dir, servers.ports, nodeFlags);
     // Warm both paths once (JIT, the first stream of a session).
     await measure(servers.ports, mib, 1, 20);
     await measure(accessPorts, mib, 1, 20);
@@ -244,7 +266,7 @@ async function main(): Promise<void> {
     const tunnel = await measure(accessPorts, mib, rounds, connections, pids);
     const floors: [string, Figures][] = [];
     for (const floor of FLOORS) {
-      const relays = await startFloor(floor.hops, servers.ports);
+      const relays = await startFloor(floor.hops, servers.ports, nodeFlags);
       await measure(relays.ports, mib, 1, 20);
       floors.push([floor.name, await measure(relays.ports, mib, rounds, connections, relays.pids)]);
     }
