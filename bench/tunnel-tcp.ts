@@ -7,13 +7,19 @@
  *              private --backend-mode tcp`) and an accessing agent (`svc serve`, `svc access private
  *              <token>`), both enabled on one account; each connection to the access's listener is
  *              one HTTP/2 stream to the installation, relayed into the sharing agent's tunnel
+ *   floors     the same servers through plain Node relay processes (bench/lib/tcp-floor.ts), none of
+ *              svc's code: three TCP relays; one HTTP/2 stream between two processes; three relays
+ *              with HTTP/2 between them (the tunnel's shape). What the floors lose against direct is
+ *              Node's; what the tunnel loses against the last floor is ours.
  *
  * Measured: throughput of a bulk transfer each way on one connection (a source that sends N MiB and
  * closes; a sink that counts and answers the count at the client's FIN), and connection set-up time
  * (connect, one byte out, its echo back) over sequential fresh connections. Results go to stdout and
  * docs/benchmarks/tunnel-tcp.md.
  *
- *   npm run bench:tunnel-tcp -- [--mib 100] [--rounds 3] [--connections 200]
+ *   npm run bench:tunnel-tcp -- [--mib 100] [--rounds 3] [--connections 200] [--cpu-prof DIR]
+ *
+ * `--cpu-prof DIR` writes a V8 CPU profile of every svc process and floor hop into DIR.
  */
 import { createServer, connect, type AddressInfo, type Server } from 'node:net';
 import { loadavg } from 'node:os';
