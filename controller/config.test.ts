@@ -97,7 +97,7 @@ describe('the public_frontend section', () => {
     );
     const problems = problemsOf(() => loadControllerConfig(path));
     expect(problems).toEqual([
-      'public_frontend.replicas: unknown field (known: domain, endpoint_url, credential_file, providers, token_quarantine)',
+      'public_frontend.replicas: unknown field (known: domain, endpoint_url, credential_file, providers, token_quarantine, reserved_hosts)',
       'public_frontend.domain: must be a DNS domain such as share.example.com, got "not a domain"',
       'public_frontend.endpoint_url: must be a base URL without path, query, fragment or credentials',
       `public_frontend.credential_file: ${short} must hold at least 32 characters (it holds 20)`,
