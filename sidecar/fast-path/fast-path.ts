@@ -125,23 +125,42 @@ interface Exchange {
   readonly recording: FastRecording | undefined;
 }
 
+/**
+ * Where a fast-path connection is; `FastConnection.enter` is the one place it changes.
+ *
+ * - `head`: reading the next request head (`buffered`, `pieces`, `tail`, `headSince` hold it).
+ *   Starting a request leads to `upstream` or `tunnelled`; a request the fast path does not take
+ *   hands the connection to Node's server (`done`).
+ * - `upstream`: the head went to a plain-HTTP backend (`exchange`), no response head back yet
+ *   (the backend timeout runs; a reused connection closed before answering is retried once).
+ * - `response`: the backend's response is relayed to the visitor (`exchange.framer`); its end
+ *   leads back to `head`.
+ * - `tunnelled`: a request to a tunnelled share in flight (`tunnelled`), back to `head` when answered.
+ *   In these three, the visitor's further reads are buffered as pipelined requests.
+ * - `done`: no longer the fast path's: handed off (between requests, with what was read put back),
+ *   abandoned by the visitor, timed out, or ended after a close-delimited response.
+ */
+type ConnectionState = 'head' | 'upstream' | 'response' | 'tunnelled' | 'done';
+
 class FastConnection implements UpstreamUser, TunnelExchangeOwner {
   readonly socket: Socket;
   private readonly path: FastPath;
   private readonly handOff: (socket: Socket) => void;
+  private state: ConnectionState = 'head';
+  /** Told of the first request the fast path takes (then undefined). */
   private started: (() => void) | undefined;
+  /** What the visitor sent beyond the requests taken: the head being read, or pipelined requests. */
   private buffered: Buffer | undefined;
+  /** In `upstream` and `response`: the request in flight to a plain-HTTP backend. */
   private exchange: Exchange | undefined;
-  /** The request in flight when its share is tunnelled. */
+  /** In `tunnelled`: the request in flight to a tunnelled share. */
   private tunnelled: TunnelExchange | undefined;
-  private handingOff = false;
-  private done = false;
-  /** When the head now being received began (0: none), for the headers timeout. */
+  /** In `head`: when the head now being received began (0: none), for the headers timeout. */
   private headSince = 0;
   /**
-   * The later reads of an unfinished head, kept apart until its end arrives (then joined once), and
-   * its last three bytes, where an end split across reads begins: joining and searching the whole
-   * head on every read would cost quadratic time for a head sent a byte per packet.
+   * In `head`: the later reads of an unfinished head, kept apart until its end arrives (then joined
+   * once), and its last three bytes, where an end split across reads begins: joining and searching
+   * the whole head on every read would cost quadratic time for a head sent a byte per packet.
    */
   private pieces: Buffer[] = [];
   private piecesLength = 0;
@@ -179,10 +198,21 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
     socket.on('end', this.onEnd);
   }
 
+  /**
+   * The one place the state changes. Leaving `upstream`, `response` or `tunnelled` drops the
+   * request in flight; what it still holds (its backend connection, its recording) is released by
+   * the caller first.
+   */
+  private enter(state: ConnectionState): void {
+    if (state !== 'upstream' && state !== 'response') this.exchange = undefined;
+    if (state !== 'tunnelled') this.tunnelled = undefined;
+    this.state = state;
+  }
+
   /** Applies the timeouts; false once the connection is no longer the fast path's. */
   check(now: number, limits: FrontendLimits): boolean {
-    if (this.done) return false;
-    if (this.tunnelled) {
+    if (this.over) return false;
+    if (this.state === 'tunnelled') {
       // The stream's own idle timer applies (TunnelStreams.idleMs); the keep-alive wait starts after it.
       this.since = now;
       return true;
@@ -199,13 +229,19 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
       if (now - this.since >= limits.backendTimeoutMs) this.backendTimedOut(exchange, limits.backendTimeoutMs);
     } else if (this.headSince !== 0 && now - this.headSince >= limits.headersTimeoutMs) {
       // Answered as Node's server answers a head that does not arrive in time.
-      this.done = true;
+      this.enter('done');
       rejectUpgrade(this.socket, 408);
     } else if (!this.started && !this.buffered && now - this.since >= limits.keepAliveTimeoutMs) {
       // Idle between requests (before the first one, the server's own wait for a first request applies).
       this.socket.destroy();
     }
-    return !this.done;
+    // A timed-out response can end in a hand-off (`finish`, then the next request's `next`).
+    return !this.over;
+  }
+
+  /** The connection is no longer the fast path's. */
+  private get over(): boolean {
+    return this.state === 'done';
   }
 
   upstreamData(chunk: Buffer): void {
@@ -216,9 +252,8 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
     // it rebuilt, then the body): corked, they leave in one writev system call rather than two.
     this.socket.cork();
     try {
-      const hadHead = framer.headParsed !== undefined;
       used = framer.feed(chunk, this.relay);
-      if (!hadHead && framer.headParsed) this.observeHead(exchange);
+      if (this.state === 'upstream' && framer.headParsed) this.responseBegins(exchange);
     } catch (err) {
       this.socket.uncork();
       this.backendFailed(exchange, err as Error);
@@ -237,8 +272,7 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
     if (!err && exchange.framer.end()) {
       // A close-delimited body: complete, and the visitor's connection ends with it (its head said
       // so); requests the visitor pipelined behind it are left for it to send again.
-      this.exchange = undefined;
-      this.done = true;
+      this.enter('done');
       exchange.recording?.end();
       this.socket.end();
       return;
@@ -246,7 +280,6 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
     if (exchange.framer.relayed === 0 && exchange.upstream.reused && !exchange.retried) {
       // A kept-alive connection the backend had closed before it read the request: a GET or HEAD
       // is safe to send again, once, on a new connection.
-      this.exchange = undefined;
       const upstream = this.path.upstream(exchange.route.target as URL, true) as Upstream;
       this.send(exchange.head, exchange.route, upstream, true, exchange.recording);
       return;
@@ -261,9 +294,9 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
 
   private received(chunk: Buffer): void {
     if (!this.buffered) this.buffered = chunk;
-    else if (this.busy || this.handingOff) this.buffered = Buffer.concat([this.buffered, chunk]);
+    else if (this.busy) this.buffered = Buffer.concat([this.buffered, chunk]);
     else if (!this.continueHead(chunk)) return;
-    if (this.busy || this.handingOff) {
+    if (this.busy) {
       // Pipelined requests wait for the response in flight. The connection is still read (so that
       // a visitor who leaves is noticed at once, and its backend connection freed) up to a head's
       // worth: a client that floods is not read further.
@@ -292,7 +325,7 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
   /** Starts the next buffered request, or hands the connection over when the fast path does not take it. */
   private next(): void {
     const buffered = this.buffered;
-    if (!buffered || this.done) return;
+    if (!buffered || this.over) return;
     const end = buffered.indexOf(CRLF2);
     if (end < 0) {
       if (buffered.length > MAX_REQUEST_HEAD_BYTES) this.giveAway();
@@ -307,6 +340,7 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
     const route = request && this.path.options.route(request);
     if (request && route && !(route.target instanceof URL)) {
       this.begin(end, buffered);
+      this.enter('tunnelled');
       this.tunnelled = new TunnelExchange(this, {
         request,
         headers: route.headers,
@@ -340,12 +374,12 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
 
   /** A request or response is in flight. */
   private get busy(): boolean {
-    return this.exchange !== undefined || this.tunnelled !== undefined;
+    return this.state === 'upstream' || this.state === 'response' || this.state === 'tunnelled';
   }
 
   /** The tunnelled request in flight is answered: on to the next one. */
   exchangeOver(): void {
-    this.tunnelled = undefined;
+    this.enter('head');
     this.continue();
   }
 
@@ -358,6 +392,7 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
   ): void {
     upstream.user = this;
     const toHead = head.charCodeAt(0) === 72; // 'H': HEAD
+    this.enter('upstream');
     this.exchange = {
       upstream,
       framer: new ResponseFramer(toHead, route.cookies, recording),
@@ -370,13 +405,15 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
     upstream.socket.write(head, 'latin1');
   }
 
-  private observeHead(exchange: Exchange): void {
+  /** The backend's response head arrived: its latency observed, the response now relayed. */
+  private responseBegins(exchange: Exchange): void {
+    this.enter('response');
     this.path.options.metrics.upstreamSeconds.observe((performance.now() - exchange.sentAt) / 1000);
   }
 
   /** The response in flight is complete: its backend connection back to the pool when `reusable`. */
   private finish(exchange: Exchange, reusable: boolean): void {
-    this.exchange = undefined;
+    this.enter('head');
     exchange.recording?.end();
     if (reusable) this.path.release(exchange.upstream);
     else {
@@ -387,11 +424,8 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
   }
 
   private continue(): void {
-    if (this.handingOff) this.giveAway();
-    else {
-      this.socket.resume();
-      this.next();
-    }
+    this.socket.resume();
+    this.next();
   }
 
   private backendFailed(exchange: Exchange, err: Error): void {
@@ -425,11 +459,13 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
     this.finish(exchange, false);
   }
 
-  /** Gives the connection to Node's HTTP server once no response of the fast path's is under way. */
+  /**
+   * Gives the connection to Node's HTTP server. Called only from `head` (between requests, as
+   * `next` runs only then), so no response of the fast path's is under way.
+   */
   private giveAway(): void {
-    this.handingOff = true;
-    if (this.busy || this.done) return;
-    this.done = true;
+    if (this.state !== 'head') return;
+    this.enter('done');
     const socket = this.socket;
     socket.pause();
     socket.removeListener('data', this.onData);
@@ -451,12 +487,10 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
    * backend answers (a response nobody reads must not go back to the pool).
    */
   private abandon(): void {
-    this.done = true;
     this.buffered = undefined;
     this.tunnelled?.abandon();
-    this.tunnelled = undefined;
     const exchange = this.exchange;
-    this.exchange = undefined;
+    this.enter('done');
     if (exchange) {
       exchange.recording?.end();
       exchange.upstream.user = undefined;
