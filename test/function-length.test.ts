@@ -18,7 +18,6 @@ const MAX_LINES = 80;
 const EXCEPTIONS: Record<string, string> = {
   'lib/tunnel/ws-duplex.ts webSocketDuplex': 'being split',
   'lib/http-pipe.ts createBackendPipe': 'being split',
-  'sidecar/fast-path/response-framer.ts parseHead': 'being split',
 };
 
 interface LongFunction {

@@ -80,6 +80,38 @@ type Body =
 /** Where a chunked body's reader is: a size line, chunk data, the CRLF after the data, or the trailer section. */
 type ChunkState = 'size' | 'data' | 'data-end' | 'trailer';
 
+/** What a response head's header lines said about its framing, and the head passed on so far. */
+interface HeadScan {
+  length: string | undefined;
+  transferEncoding: string | undefined;
+  /** HTTP/1.0 closes unless its Connection says keep-alive; `close` wins over `keep-alive` (as in Node's parser). */
+  sawClose: boolean;
+  sawKeepAlive: boolean;
+  /** The header names Connection lists, dropped from the head passed on. */
+  listed: readonly string[];
+  /** The head passed on is the text less the hop-by-hop lines, copied in as few pieces as there are such lines. */
+  out: string;
+  copiedTo: number;
+}
+
+/** Records a Content-Length, Transfer-Encoding or Connection header (the value at `from`..`to` of `text`). */
+function readFramingHeader(scan: HeadScan, name: string, value: string, text: string, from: number, to: number): void {
+  if (name === 'content-length') {
+    if (scan.length !== undefined || !DECIMAL.test(value)) throw new BackendProtocolError('bad Content-Length');
+    scan.length = value;
+  } else if (name === 'transfer-encoding') {
+    // A trailing tab kept: Node's parser does not take `chunked` followed by one.
+    const codings = transferCodings(text, from, to);
+    if (!TRANSFER_CODINGS.test(codings)) throw new BackendProtocolError('malformed Transfer-Encoding');
+    scan.transferEncoding = scan.transferEncoding === undefined ? codings : `${scan.transferEncoding}, ${codings}`;
+  } else if (name === 'connection') {
+    if (/(?:^|,)\s*close\s*(?:,|$)/i.test(value)) scan.sawClose = true;
+    if (/(?:^|,)\s*keep-alive\s*(?:,|$)/i.test(value)) scan.sawKeepAlive = true;
+    const named = connectionListed(value);
+    if (named.length > 0) scan.listed = [...scan.listed, ...named];
+  }
+}
+
 /**
  * Told of the final response as the backend sent it, for the request inspector (recording.ts):
  * its head's text (status line and header lines, as read) and its body's bytes without the
@@ -186,21 +218,31 @@ export class ResponseFramer {
     return used;
   }
 
+  /**
+   * Checks a response head and rebuilds it for the visitor: the status line, the header lines (the
+   * framing ones read, the hop-by-hop ones dropped, Set-Cookie filtered), then the body's framing.
+   */
   private parseHead(text: string): 'interim' | { text: string } {
     if (text.includes('\n\n') || /\r(?!\n)|(?<!\r)\n/.test(text)) throw new BackendProtocolError('bare CR or LF');
     if (!matchesAt(STATUS_LINE, text, 0)) throw new BackendProtocolError('malformed status line');
     const status = digit(text, 9) * 100 + digit(text, 10) * 10 + digit(text, 11);
     if (status === 101) throw new BackendProtocolError('101 Switching Protocols without an upgrade');
-    let length: string | undefined;
-    let transferEncoding: string | undefined;
-    // HTTP/1.0 closes unless its Connection says keep-alive; `close` wins over `keep-alive` (as in Node's parser).
-    let sawClose = false;
-    let sawKeepAlive = false;
-    let listed: readonly string[] = [];
-    // The head passed on is `text` less the hop-by-hop lines, copied in as few pieces as there are such lines.
-    let out = '';
-    let copiedTo = 0;
-    let at = STATUS_LINE.lastIndex;
+    const scan = this.scanHeaders(text, STATUS_LINE.lastIndex);
+    if (status < 200) return 'interim';
+    return { text: this.frameBody(status, text, scan) };
+  }
+
+  /** Reads the header lines from `at`: the framing headers, and the head passed on without the dropped lines. */
+  private scanHeaders(text: string, at: number): HeadScan {
+    const scan: HeadScan = {
+      length: undefined,
+      transferEncoding: undefined,
+      sawClose: false,
+      sawKeepAlive: false,
+      listed: [],
+      out: '',
+      copiedTo: 0,
+    };
     let lines = 0;
     while (at < text.length) {
       if (++lines > MAX_HEADER_LINES) throw new BackendProtocolError('too many header lines');
@@ -212,35 +254,28 @@ export class ResponseFramer {
       at = next;
       if (!READ_NAME_LENGTHS.has(colon - lineStart)) continue;
       const name = text.slice(lineStart, colon).toLowerCase();
-      const value = trimOws(text, colon + 1, text.charCodeAt(next - 1) === 10 ? next - 2 : next);
-      if (name === 'content-length') {
-        if (length !== undefined || !DECIMAL.test(value)) throw new BackendProtocolError('bad Content-Length');
-        length = value;
-      } else if (name === 'transfer-encoding') {
-        // A trailing tab kept: Node's parser does not take `chunked` followed by one.
-        const codings = transferCodings(text, colon + 1, text.charCodeAt(next - 1) === 10 ? next - 2 : next);
-        if (!TRANSFER_CODINGS.test(codings)) throw new BackendProtocolError('malformed Transfer-Encoding');
-        transferEncoding = transferEncoding === undefined ? codings : `${transferEncoding}, ${codings}`;
-      } else if (name === 'connection') {
-        if (/(?:^|,)\s*close\s*(?:,|$)/i.test(value)) sawClose = true;
-        if (/(?:^|,)\s*keep-alive\s*(?:,|$)/i.test(value)) sawKeepAlive = true;
-        const named = connectionListed(value);
-        if (named.length > 0) listed = [...listed, ...named];
-      }
+      const valueEnd = text.charCodeAt(next - 1) === 10 ? next - 2 : next;
+      const value = trimOws(text, colon + 1, valueEnd);
+      readFramingHeader(scan, name, value, text, colon + 1, valueEnd);
       if (HOP_BY_HOP.has(name) || name === 'set-cookie2') {
-        out += text.slice(copiedTo, lineStart);
-        copiedTo = next;
+        scan.out += text.slice(scan.copiedTo, lineStart);
+        scan.copiedTo = next;
       } else if (name === 'set-cookie' && this.cookies) {
         const kept = this.cookies.filter(value);
         if (kept !== value) {
-          out += text.slice(copiedTo, lineStart);
-          if (kept !== undefined) out += `${text.slice(lineStart, colon)}: ${kept}\r\n`;
-          copiedTo = next;
+          scan.out += text.slice(scan.copiedTo, lineStart);
+          if (kept !== undefined) scan.out += `${text.slice(lineStart, colon)}: ${kept}\r\n`;
+          scan.copiedTo = next;
         }
       }
     }
-    if (status < 200) return 'interim';
-    let closes = sawClose || (text.startsWith('HTTP/1.0') && !sawKeepAlive);
+    return scan;
+  }
+
+  /** Decides how the final response's body is framed and returns the head the visitor gets. */
+  private frameBody(status: number, text: string, scan: HeadScan): string {
+    const { length, transferEncoding } = scan;
+    let closes = scan.sawClose || (text.startsWith('HTTP/1.0') && !scan.sawKeepAlive);
     if (transferEncoding !== undefined && length !== undefined)
       throw new BackendProtocolError('both Transfer-Encoding and Content-Length');
     if (transferEncoding !== undefined && CHUNKED_BEFORE_LAST.test(transferEncoding))
@@ -257,16 +292,17 @@ export class ResponseFramer {
     else if (length !== undefined && transferEncoding === undefined)
       this.body = { kind: 'length', remaining: Number(length) };
     else this.body = { kind: 'close' };
+    let out = scan.out;
     // The last line's CRLF is not in `text` (the head's end took it): added here unless that line was dropped.
-    if (copiedTo < text.length) out += `${copiedTo === 0 ? text : text.slice(copiedTo)}\r\n`;
-    if (listed.length > 0) out = withoutListedLines(out, listed);
+    if (scan.copiedTo < text.length) out += `${scan.copiedTo === 0 ? text : text.slice(scan.copiedTo)}\r\n`;
+    if (scan.listed.length > 0) out = withoutListedLines(out, scan.listed);
     if (this.body.kind === 'close') {
       closes = true;
       out += 'connection: close\r\n';
     }
     this.framed = { status, closes };
     if (this.body.kind === 'none' || (this.body.kind === 'length' && this.body.remaining === 0)) this.done = true;
-    return { text: `${out}\r\n` };
+    return `${out}\r\n`;
   }
 
   /** How many bytes of `chunk` belong to the body; sets `done` at its end. */
