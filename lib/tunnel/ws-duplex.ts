@@ -49,29 +49,8 @@ export function batches(chunks: readonly Buffer[], maxBytes: number): Buffer[] {
  * message may not exceed the peer's `maxPayload`, so batches are capped at `maxMessageBytes`.
  */
 export function webSocketDuplex(ws: WebSocket, maxMessageBytes = MAX_FRAME_MESSAGE_BYTES): Duplex {
+  // After an error ws closes the connection itself, sending a close frame a terminate would cut.
   let terminateOnDestroy = true;
-  const afterOpen = (then: () => void): boolean => {
-    if (ws.readyState !== WebSocket.CONNECTING) return false;
-    ws.once('open', then);
-    return true;
-  };
-  const send = (chunks: readonly Buffer[], callback: (err?: Error | null) => void): void => {
-    const messages = batches(chunks, maxMessageBytes);
-    let pending = messages.length;
-    let failed = false;
-    if (pending === 0) return callback();
-    for (const message of messages) {
-      ws.send(message, { binary: true }, (err) => {
-        if (failed) return;
-        if (err) {
-          failed = true;
-          return callback(err);
-        }
-        if (--pending === 0) callback();
-      });
-    }
-  };
-
   const duplex: Duplex = new Duplex({
     autoDestroy: false,
     emitClose: false,
@@ -80,57 +59,114 @@ export function webSocketDuplex(ws: WebSocket, maxMessageBytes = MAX_FRAME_MESSA
       if (ws.isPaused) ws.resume();
     },
     write(chunk: Buffer, _encoding, callback) {
-      if (afterOpen(() => duplex._write(chunk, _encoding, callback))) return;
-      send([chunk], callback);
+      if (afterOpen(ws, () => duplex._write(chunk, _encoding, callback))) return;
+      sendBatched(ws, [chunk], maxMessageBytes, callback);
     },
     writev(entries: { chunk: Buffer; encoding: BufferEncoding }[], callback) {
-      if (afterOpen(() => duplex._writev?.(entries, callback))) return;
-      send(
+      if (afterOpen(ws, () => duplex._writev?.(entries, callback))) return;
+      sendBatched(
+        ws,
         entries.map((e) => e.chunk),
+        maxMessageBytes,
         callback,
       );
     },
     final(callback) {
-      if (afterOpen(() => duplex._final(callback))) return;
-      // A client whose handshake failed never got a socket: its `error` event settles the stream.
-      const socket = (ws as unknown as SocketOf)._socket;
-      if (socket === null) return;
-      if (socket._writableState.finished) {
-        callback();
-        if (duplex.readableEnded) duplex.destroy();
-      } else {
-        // Not destroyed here: `end` follows, once the WebSocket's `close` pushes the EOF.
-        socket.once('finish', () => callback());
-        ws.close();
-      }
+      if (afterOpen(ws, () => duplex._final(callback))) return;
+      closeWhenFlushed(ws, duplex, callback);
     },
     destroy(err, callback) {
-      if (ws.readyState === WebSocket.CLOSED) {
-        callback(err);
-        process.nextTick(() => duplex.emit('close'));
-        return;
-      }
-      let called = false;
-      ws.once('error', (e) => {
-        called = true;
-        callback(e);
-      });
-      ws.once('close', () => {
-        if (!called) callback(err);
-        process.nextTick(() => duplex.emit('close'));
-      });
-      if (terminateOnDestroy) ws.terminate();
+      destroyWebSocket(ws, duplex, err, callback, terminateOnDestroy);
     },
   });
+  relayWebSocketEvents(ws, duplex, () => {
+    terminateOnDestroy = false;
+  });
+  return duplex;
+}
 
+/** Runs `then` once `ws` opens; false (and nothing queued) when it is not still connecting. */
+function afterOpen(ws: WebSocket, then: () => void): boolean {
+  if (ws.readyState !== WebSocket.CONNECTING) return false;
+  ws.once('open', then);
+  return true;
+}
+
+/** Sends `chunks` as binary messages of at most `maxBytes`; `callback` once all are sent or one failed. */
+function sendBatched(
+  ws: WebSocket,
+  chunks: readonly Buffer[],
+  maxBytes: number,
+  callback: (err?: Error | null) => void,
+): void {
+  const messages = batches(chunks, maxBytes);
+  let pending = messages.length;
+  let failed = false;
+  if (pending === 0) return callback();
+  for (const message of messages) {
+    ws.send(message, { binary: true }, (err) => {
+      if (failed) return;
+      if (err) {
+        failed = true;
+        return callback(err);
+      }
+      if (--pending === 0) callback();
+    });
+  }
+}
+
+/** The writable side's end: the WebSocket closed once its socket has written everything. */
+function closeWhenFlushed(ws: WebSocket, duplex: Duplex, callback: (err?: Error | null) => void): void {
+  // A client whose handshake failed never got a socket: its `error` event settles the stream.
+  const socket = (ws as unknown as SocketOf)._socket;
+  if (socket === null) return;
+  if (socket._writableState.finished) {
+    callback();
+    if (duplex.readableEnded) duplex.destroy();
+  } else {
+    // Not destroyed here: `end` follows, once the WebSocket's `close` pushes the EOF.
+    socket.once('finish', () => callback());
+    ws.close();
+  }
+}
+
+/** The stream destroyed: `callback` and `close` once the WebSocket is closed (terminated unless ws closes it). */
+function destroyWebSocket(
+  ws: WebSocket,
+  duplex: Duplex,
+  err: Error | null,
+  callback: (err: Error | null) => void,
+  terminate: boolean,
+): void {
+  if (ws.readyState === WebSocket.CLOSED) {
+    callback(err);
+    process.nextTick(() => duplex.emit('close'));
+    return;
+  }
+  let called = false;
+  ws.once('error', (e) => {
+    called = true;
+    callback(e);
+  });
+  ws.once('close', () => {
+    if (!called) callback(err);
+    process.nextTick(() => duplex.emit('close'));
+  });
+  if (terminate) ws.terminate();
+}
+
+/**
+ * The WebSocket's messages pushed as bytes (paused while the reader is full), its close as the
+ * stream's end, its error as the stream's (`onWebSocketError` told first).
+ */
+function relayWebSocketEvents(ws: WebSocket, duplex: Duplex, onWebSocketError: () => void): void {
   // binaryType is left at its `nodebuffer` default, so every message arrives as one Buffer.
   ws.on('message', (data) => {
     if (!duplex.push(data)) ws.pause();
   });
   ws.once('error', (err) => {
     if (duplex.destroyed) return;
-    // ws already closes the connection after an error, sending a close frame a terminate would cut.
-    terminateOnDestroy = false;
+    onWebSocketError();
     duplex.destroy(err);
   });
   ws.once('close', () => {
@@ -146,5 +182,4 @@ export function webSocketDuplex(ws: WebSocket, maxMessageBytes = MAX_FRAME_MESSA
     if (duplex.listenerCount('error') === 0) duplex.emit('error', err);
   };
   duplex.on('error', onError);
-  return duplex;
 }
