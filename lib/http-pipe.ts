@@ -111,18 +111,7 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
       upstream.on('response', (upstreamRes) => {
         observeUpstream?.(Number(process.hrtime.bigint() - t0) / 1e9);
         if (observer) observeResponse(observer, upstreamRes);
-        res.writeHead(
-          upstreamRes.statusCode ?? 502,
-          upstreamRes.statusMessage ?? '',
-          responseHeaders(upstreamRes.rawHeaders, setCookie, cookies),
-        );
-        // A backend that hangs up mid-body: cut the visitor's response too, so the browser sees a
-        // failed download rather than waiting for the rest of a Content-Length that never comes
-        // (and never a truncated "complete" one).
-        upstreamRes.on('close', () => {
-          if (!upstreamRes.complete) res.destroy();
-        });
-        upstreamRes.pipe(res);
+        relayResponse(upstreamRes, res, setCookie, cookies);
       });
       // The visitor went away (or its request failed): stop the backend's work as well.
       res.on('close', () => {
@@ -130,16 +119,7 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
         if (!res.writableFinished) upstream.destroy();
         observer?.end();
       });
-      const readAhead = READ_AHEAD.get(req);
-      if (readAhead) {
-        observer?.requestBody(readAhead);
-        upstream.end(readAhead);
-      } else if (hasBody(req)) {
-        if (observer) req.on('data', (chunk: Buffer) => observer.requestBody(chunk));
-        // A request that fails mid-body (without a body, the visitor's leaving closes `res` above).
-        req.on('error', () => upstream.destroy());
-        req.pipe(upstream);
-      } else upstream.end();
+      sendRequestBody(req, upstream, observer);
     },
     ws(req, socket, head, target, headers, cookies) {
       pipeUpgrade(req, socket, head, {
@@ -158,6 +138,41 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
       tls.close();
     },
   };
+}
+
+/** The backend's response head (hop-by-hop headers dropped, cookies added or filtered) and body, on to the visitor. */
+function relayResponse(
+  upstreamRes: IncomingMessage,
+  res: ServerResponse,
+  setCookie: string | undefined,
+  cookies: ShareCookies | undefined,
+): void {
+  res.writeHead(
+    upstreamRes.statusCode ?? 502,
+    upstreamRes.statusMessage ?? '',
+    responseHeaders(upstreamRes.rawHeaders, setCookie, cookies),
+  );
+  // A backend that hangs up mid-body: cut the visitor's response too, so the browser sees a
+  // failed download rather than waiting for the rest of a Content-Length that never comes
+  // (and never a truncated "complete" one).
+  upstreamRes.on('close', () => {
+    if (!upstreamRes.complete) res.destroy();
+  });
+  upstreamRes.pipe(res);
+}
+
+/** The visitor's request body on to the backend (what was read ahead, or the stream), then the request's end. */
+function sendRequestBody(req: IncomingMessage, upstream: ClientRequest, observer: ExchangeObserver | undefined): void {
+  const readAhead = READ_AHEAD.get(req);
+  if (readAhead) {
+    observer?.requestBody(readAhead);
+    upstream.end(readAhead);
+  } else if (hasBody(req)) {
+    if (observer) req.on('data', (chunk: Buffer) => observer.requestBody(chunk));
+    // A request that fails mid-body (without a body, the visitor's leaving closes `res` in `web`).
+    req.on('error', () => upstream.destroy());
+    req.pipe(upstream);
+  } else upstream.end();
 }
 
 /** Shows a recorded exchange its response head and body as they are piped on. */
