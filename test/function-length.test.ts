@@ -15,8 +15,7 @@ const PRODUCT = ['lib', 'sidecar', 'agent', 'controller', 'operator', 'devidp', 
 const MAX_LINES = 80;
 
 /** Functions allowed over MAX_LINES, by `<file> <function name>`, each with why. */
-const EXCEPTIONS: Record<string, string> = {
-};
+const EXCEPTIONS: Record<string, string> = {};
 
 interface LongFunction {
   /** `<file> <name>`, the key of EXCEPTIONS. */
