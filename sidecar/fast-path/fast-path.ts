@@ -379,6 +379,7 @@ class FastConnection implements UpstreamUser, TunnelExchangeOwner {
 
   /** The tunnelled request in flight is answered: on to the next one. */
   exchangeOver(): void {
+    if (this.state !== 'tunnelled') return;
     this.enter('head');
     this.continue();
   }
