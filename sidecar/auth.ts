@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { systemClock, type Clock } from '../lib/clock.ts';
+import { ExpiringIds } from '../lib/expiring-ids.ts';
 import type { Logger } from '../lib/logger.ts';
 import { errorText } from '../lib/errors.ts';
 import type { OAuthConfig } from '../lib/config/frontend.ts';
@@ -84,6 +85,8 @@ export class Authenticator implements RenewService {
   private readonly clock: Clock;
   /** The replay guard and the sessions logged out, shared by every worker process (sidecar/shared-state.ts). */
   private readonly shared: SharedState;
+  /** Sessions whose tokens the provider revoked (revokeFor): a retry after a failure asks again. */
+  private readonly revokedAtProvider: ExpiringIds;
   private readonly keys: KeyRing;
   /** How a due session is renewed: here with the provider, or by the auth endpoint (share pod). */
   private readonly renewer: (session: Session, share: ShareRoute) => Promise<RenewOutcome>;
@@ -99,6 +102,7 @@ export class Authenticator implements RenewService {
     shared: SharedState = localSharedState(clock),
   ) {
     this.shared = shared;
+    this.revokedAtProvider = new ExpiringIds(clock);
     this.config = config;
     this.shares = shares;
     this.metrics = metrics;
@@ -277,8 +281,9 @@ export class Authenticator implements RenewService {
 
   /**
    * A share pod's revoke call at logout (sidecar/auth-service.ts), authenticated as renewFor is.
-   * The session is logged out here first (its renewals refused from then on); a session logged out
-   * before is answered `revoked` without asking the provider again.
+   * The session is logged out here first (its renewals refused from then on), whatever the provider
+   * answers; a session whose tokens the provider revoked before is answered `revoked` without asking
+   * again, and one whose revocation failed is asked again.
    */
   async revokeFor(
     token: string,
@@ -290,10 +295,11 @@ export class Authenticator implements RenewService {
     const { session } = call;
     const provider = this.providers.get(session.provider);
     if (!provider) return { result: 'failed', code: 'provider_error' };
-    if (this.shared.loggedOutUntil(session.id) !== undefined) return { result: 'revoked' };
+    if (this.revokedAtProvider.get(session.id) !== undefined) return { result: 'revoked' };
     this.shared.logOut(session.id, session.expiresAt);
     try {
       await provider.revoke(session.tokens);
+      this.revokedAtProvider.add(session.id, session.expiresAt);
       this.log.info({ provider: provider.name, share: token }, 'share pod logout: token revoked');
       return { result: 'revoked' };
     } catch (err) {

@@ -148,6 +148,31 @@ describe('logout at a share pod', () => {
     });
   });
 
+  it('asks the provider again when a revocation retry follows its failure (503, then OK)', async () => {
+    const { cookie } = await loginAtSharePod(shape, issuer);
+    issuer.behaviour.revocation = () => 503;
+    expect((await logout(cookie)).status).toBe(302);
+    expect(issuer.revocations).toHaveLength(2);
+    issuer.behaviour.revocation = () => 200;
+    const retry = await internalCall('/internal/v1/revoke', 'alpha', credentialOf('alpha'), entryOf(cookie));
+    expect([retry.status, JSON.parse(retry.body)]).toEqual([200, { result: 'revoked' }]);
+    expect(issuer.revocations.slice(2)).toEqual([
+      { hint: 'refresh_token', token: 'refresh-token-secret' },
+      { hint: 'access_token', token: 'access-token-secret' },
+    ]);
+    // Revoked now: a further retry does not ask again, and the session stays logged out.
+    await internalCall('/internal/v1/revoke', 'alpha', credentialOf('alpha'), entryOf(cookie));
+    expect(issuer.revocations).toHaveLength(4);
+    const renew = await internalCall('/internal/v1/renew', 'alpha', credentialOf('alpha'), entryOf(cookie));
+    expect(JSON.parse(renew.body)).toEqual({ result: 'ended', code: 'invalid_token' });
+    figures.fault({
+      fault: 'Identity provider failing token revocation (HTTP 503), then the share pod’s retry with the same entry',
+      injections: 2,
+      outcome: `the retry asked the provider again: ${issuer.revocations.length - 2} revocations accepted, answered revoked`,
+      lost: 0,
+    });
+  });
+
   it('clears the cookie when the auth endpoint cannot be reached, and logs why', async () => {
     const { cookie } = await loginAtSharePod({ ...shape, podPort: cutOff.port }, issuer);
     expect(sessionPair(cookie)).toMatch(/^svc-auth-session=alpha~/);
