@@ -17,3 +17,11 @@ describe('README configuration reference', () => {
     expect(readme).toContain('npm ci && npm test');
   });
 });
+
+/** docs/benchmarks.md is read in five minutes: current tables only, the history in its own file. */
+describe('docs/benchmarks.md', () => {
+  it('stays under 400 lines', () => {
+    const lines = readFileSync(new URL('../docs/benchmarks.md', import.meta.url), 'utf8').split('\n').length;
+    expect(lines).toBeLessThan(400);
+  });
+});
