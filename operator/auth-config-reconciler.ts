@@ -2,8 +2,8 @@ import { stringify as toYaml } from 'yaml';
 import type { Logger } from '../lib/logger.ts';
 import type { Caches } from './caches.ts';
 import type { ReconcileResult, Reconciler } from './controller.ts';
-import { AUTH_INTERNAL_PORT, type Installation } from './installation.ts';
-import type { InstallationView } from './installation-state.ts';
+import { AUTH_INTERNAL_PORT, type Installation } from './frontend-secret.ts';
+import type { InstallationView } from './frontend-secret-state.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { FRONTEND_CONFIG_FILE, FRONTEND_METRICS_PORT, FRONTEND_PORT } from './pod.ts';
 import {

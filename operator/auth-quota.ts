@@ -1,7 +1,7 @@
 import { objectKey, type Share } from '../lib/kube/resources.ts';
 import { findCondition } from './conditions.ts';
 import { entryBytes } from './auth-shards.ts';
-import type { Installation } from './installation.ts';
+import type { Installation } from './frontend-secret.ts';
 import type { ValidShare } from './share-children.ts';
 import type { ShareMemo } from './share-memo.ts';
 import type { Change, WatchSource } from './watches.ts';

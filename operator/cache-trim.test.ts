@@ -16,7 +16,7 @@ import {
 } from '../lib/kube/resources.ts';
 import { LAST_APPLIED_ANNOTATION, cacheTrim } from './cache-trim.ts';
 import { containsDesired } from './conditions.ts';
-import { parseInstallation } from './installation.ts';
+import { parseInstallation } from './frontend-secret.ts';
 import { deploymentNotServing, ingressNotServing } from './readiness.ts';
 import { desiredShareChildren, validateShare } from './share-children.ts';
 import { desiredShareRoute, routeNotServing } from './share-route.ts';

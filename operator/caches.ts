@@ -29,7 +29,7 @@ import {
  * another field adds it there. The readers: share-, access-, enrollment- and auth-config-reconciler,
  * apply.ts (children against their desired state), readiness.ts and status.ts (Deployment and
  * Ingress status), watches.ts (generation, labels, owner references), events.ts, share-memo.ts,
- * share-tokens.ts and installation-state.ts (the frontend Secret's data).
+ * share-tokens.ts and frontend-secret-state.ts (the frontend Secret's data).
  */
 export interface Caches {
   readonly shares: Informer<Share>;

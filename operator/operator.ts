@@ -10,7 +10,7 @@ import { allInformers, createCaches, type Caches } from './caches.ts';
 import { Controller, type Reconciler } from './controller.ts';
 import { EnrollmentReconciler } from './enrollment-reconciler.ts';
 import { EventRecorder } from './events.ts';
-import { InstallationState } from './installation-state.ts';
+import { InstallationState } from './frontend-secret-state.ts';
 import { LeaderElector } from './leader.ts';
 import { Leadership } from './leadership.ts';
 import { OperatorMetrics } from './metrics.ts';

@@ -1,7 +1,7 @@
 import { parse as parseYaml } from 'yaml';
 import { problemText } from '../lib/errors.ts';
 import { describe, expect, it } from 'vitest';
-import { parseInstallation, type Installation } from './installation.ts';
+import { parseInstallation, type Installation } from './frontend-secret.ts';
 import type { Share } from '../lib/kube/resources.ts';
 import { desiredShareChildren, validateShare, type ValidShare } from './share-children.ts';
 import { deriveToken } from '../lib/token.ts';

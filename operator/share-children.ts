@@ -6,7 +6,7 @@ import { HTTP_BACKEND_MODES } from '../lib/share/spec.ts';
 import { storedOAuth, validateShareSpec, type ShareInput, type ShareRules } from '../lib/share/validate.ts';
 import { parseFrontendConfig } from '../lib/config/frontend.ts';
 import { sharePodOAuthSection } from '../lib/config/share-pod.ts';
-import type { Installation } from './installation.ts';
+import type { Installation } from './frontend-secret.ts';
 import {
   AGENT_PORT,
   FRONTEND_CONFIG_DIR,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Share } from '../lib/kube/resources.ts';
 import type { InformerHandlers } from '../lib/kube/informer.ts';
-import type { Installation } from './installation.ts';
+import type { Installation } from './frontend-secret.ts';
 import { ShareMemo } from './share-memo.ts';
 import { desiredShareChildren } from './share-children.ts';
 import { ShareTokens } from './share-tokens.ts';

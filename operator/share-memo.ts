@@ -1,6 +1,6 @@
 import type { Result } from '../lib/errors.ts';
 import { objectKey, type Share } from '../lib/kube/resources.ts';
-import type { Installation } from './installation.ts';
+import type { Installation } from './frontend-secret.ts';
 import { validateShare, type ShareChildren, type ValidShare } from './share-children.ts';
 import type { WatchSource } from './watches.ts';
 import { reservedTokens } from '../lib/share/reserved-tokens.ts';

@@ -7,8 +7,8 @@ import type { Caches } from './caches.ts';
 import type { ReconcileResult } from './controller.ts';
 import { ObjectReconciler } from './object-reconciler.ts';
 import type { EventRecorder } from './events.ts';
-import { frontendEndpoint, type Installation } from './installation.ts';
-import type { InstallationView } from './installation-state.ts';
+import { frontendEndpoint, type Installation } from './frontend-secret.ts';
+import type { InstallationView } from './frontend-secret-state.ts';
 import { isNotFound, type KubeClient } from '../lib/kube/client.ts';
 import {
   DEPLOYMENTS,

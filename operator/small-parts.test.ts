@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { containsDesired, jsonEqual, setCondition } from './conditions.ts';
-import { frontendEndpoint, parseInstallation } from './installation.ts';
+import { frontendEndpoint, parseInstallation } from './frontend-secret.ts';
 import { parseOperatorFlags } from './options.ts';
 import { deriveToken } from '../lib/token.ts';
 

@@ -9,7 +9,7 @@ import type { Caches } from './caches.ts';
 import { EnrollmentReconciler } from './enrollment-reconciler.ts';
 import type { EventRecorder } from './events.ts';
 import { Informer, type ListWatchSource } from '../lib/kube/informer.ts';
-import { InstallationState } from './installation-state.ts';
+import { InstallationState } from './frontend-secret-state.ts';
 import { ShareReconciler } from './share-reconciler.ts';
 import { initialKeys, needsReconcile, wireWatches, type Enqueue, type WatchSource } from './watches.ts';
 import type { InformerHandlers } from '../lib/kube/informer.ts';

@@ -14,7 +14,7 @@ import { createLogger } from '../../lib/logger.ts';
 import { AUTH_CONFIG_KEY, AUTH_WRITE_BYTES_PER_SECOND } from '../../operator/auth-config-reconciler.ts';
 import { DEFAULT_AUTH_SHARE_QUOTA_BYTES } from '../../operator/auth-quota.ts';
 import { Controller } from '../../operator/controller.ts';
-import { parseInstallation } from '../../operator/installation.ts';
+import { parseInstallation } from '../../operator/frontend-secret.ts';
 import { OperatorMetrics } from '../../operator/metrics.ts';
 import { ShareMemo } from '../../operator/share-memo.ts';
 import { wireWatches } from '../../operator/watches.ts';

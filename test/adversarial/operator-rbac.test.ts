@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
 import { desiredAccessChildren, validateAccess } from '../../operator/access-children.ts';
 import { desiredEnvironmentAgent, enrollmentSecret, type AgentEnrollment } from '../../operator/enrollment-children.ts';
-import { parseInstallation } from '../../operator/installation.ts';
+import { parseInstallation } from '../../operator/frontend-secret.ts';
 import { desiredShareChildren, validateShare } from '../../operator/share-children.ts';
 import { desiredShareRoute } from '../../operator/share-route.ts';
 import type { Access, KubeObject, Share } from '../../lib/kube/resources.ts';

@@ -13,7 +13,7 @@ import type { Logger } from '../../lib/logger.ts';
 import { AuthConfigReconciler, type AuthConfigReconcilerDeps } from '../../operator/auth-config-reconciler.ts';
 import type { Caches } from '../../operator/caches.ts';
 import { EventRecorder } from '../../operator/events.ts';
-import { parseInstallation } from '../../operator/installation.ts';
+import { parseInstallation } from '../../operator/frontend-secret.ts';
 import type { WatchSource } from '../../operator/watches.ts';
 import { AUTH_SECRET } from './auth-config-files.ts';
 import { RELEASE_NS, oauthSection } from './operator-fixture.ts';

@@ -9,7 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
 import { AUTH_SHARDS, AUTH_SHARE_DIRECTORY, SHARD_KEY, shardSecretName } from '../../operator/auth-shards.ts';
-import { authServiceUrl } from '../../operator/installation.ts';
+import { authServiceUrl } from '../../operator/frontend-secret.ts';
 import { locateHelm } from './binaries.ts';
 import { CHART_OAUTH, RELEASE, RELEASE_NS, findObject, helmRunner, type Obj } from './helm-runner.ts';
 

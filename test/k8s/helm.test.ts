@@ -14,7 +14,7 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as toYaml } from 'yaml';
 import { shardKey, shardOf, shardSecretName } from '../../operator/auth-shards.ts';
-import { parseInstallation } from '../../operator/installation.ts';
+import { parseInstallation } from '../../operator/frontend-secret.ts';
 import { locateHelm } from './binaries.ts';
 import {
   CHART,

@@ -1,6 +1,6 @@
 import type { Logger } from '../lib/logger.ts';
 import { problem, problemText } from '../lib/errors.ts';
-import { authServiceUrl, parseInstallation, type InstallationResult } from './installation.ts';
+import { authServiceUrl, parseInstallation, type InstallationResult } from './frontend-secret.ts';
 import type { KubeObject } from '../lib/kube/resources.ts';
 import type { WatchSource } from './watches.ts';
 
