@@ -214,7 +214,9 @@ export class ShareReconciler extends ObjectReconciler<ShareReconcilerDeps, Share
             ),
           ]
         : [];
-    const deployment = this.live(DEPLOYMENTS, namespace, childName(name));
+    // Just created, the Deployment may not be in the cache yet: it exists, with no replica available.
+    const justCreated = created.includes(`${DEPLOYMENTS.kind} ${childName(name)}`) ? children.deployment : undefined;
+    const deployment = this.live(DEPLOYMENTS, namespace, childName(name)) ?? justCreated;
     const awaitIngress = children.ingress && ingress?.awaitAddress;
     const notServing = await readinessOf(client, this.deps.logger, {
       namespace,
