@@ -215,7 +215,7 @@ export function parseControllerConfig(doc: unknown, flags: ControllerFlags = {},
   const store = readStoreFlags(r, flags);
   const publicFrontend =
     top.public_frontend !== undefined ? readPublicFrontend(r, top.public_frontend, path) : undefined;
-  const consoleConfig = readConsoleConfig(r, top.console);
+  const consoleConfig = readConsoleConfig(r, top.console, { oauth: true });
   r.finish(path ?? 'the svc controller flags');
   return {
     ...(dataDir ? { dataDir } : {}),

@@ -7,10 +7,11 @@ import { createSealer } from '../sidecar/seal.ts';
 
 /**
  * The console's sealer: the frontend's (sidecar/seal.ts) under keys derived for the console alone
- * from the installation's `oauth` keys, so nothing sealed for a share opens here or the other way.
- * Without an oauth section the keys are random per start (a restart signs everyone out).
+ * from the given keys (the installation's `oauth` section, or `console.oauth` of the controller
+ * alone), so nothing sealed for a share opens here or the other way. Without keys they are random
+ * per start (a restart signs everyone out).
  */
-export function consoleSealer(oauth: OAuthConfig | undefined): ConsoleSealer {
+export function consoleSealer(oauth: Pick<OAuthConfig, 'signingKey' | 'encryptionKey'> | undefined): ConsoleSealer {
   const derive = (key: string | undefined) =>
     key === undefined
       ? randomBytes(32).toString('base64url')
@@ -18,8 +19,8 @@ export function consoleSealer(oauth: OAuthConfig | undefined): ConsoleSealer {
   return createSealer(derive(oauth?.signingKey), derive(oauth?.encryptionKey));
 }
 
-/** The installation's providers (sidecar/providers) as the console's sign-in uses them. */
-export function consoleProviders(oauth: OAuthConfig): ConsoleProviders {
+/** The configured providers (sidecar/providers) as the console's sign-in uses them. */
+export function consoleProviders(oauth: Pick<OAuthConfig, 'providers'>): ConsoleProviders {
   const providers = createProviders(oauth.providers);
   const get = (name: string) => {
     const provider = providers.get(name);

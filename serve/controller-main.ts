@@ -5,11 +5,12 @@ import { badInput } from '../lib/errors.ts';
 import { createLogger } from '../lib/logger.ts';
 import { TUNNEL_PATH, tunnelUrl } from '../lib/tunnel/protocol.ts';
 import { parseControllerConfig, type ControllerConfigFile } from '../controller/config.ts';
+import type { ConsoleConfig } from '../controller/console/config.ts';
 import { ControllerFileStore } from '../controller/file-store.ts';
 import { publicFrontendTunnel } from '../controller/public-frontend.ts';
 import { openStore, startController } from '../controller/start.ts';
 import { parseServeConfig } from './config.ts';
-import { consoleSealer } from './console-sign-in.ts';
+import { consoleProviders, consoleSealer } from './console-sign-in.ts';
 import { startInstallation } from './installation.ts';
 
 /** The flags of `svc controller`. */
@@ -65,8 +66,7 @@ async function runControllerAlone(options: ControllerCommandOptions, config: Con
     store,
     logger,
     ...(publicFrontend ? { tunnel: await publicFrontendTunnel(store, publicFrontend, logger) } : {}),
-    // No oauth section: the console's cookies are sealed under keys random per start.
-    console: { config: config.console, sealer: consoleSealer(undefined) },
+    console: consoleOptions(config.console),
   });
   const where =
     config.store.kind === 'kubernetes'
@@ -80,6 +80,15 @@ async function runControllerAlone(options: ControllerCommandOptions, config: Con
   );
   await stopped;
   await running.close();
+}
+
+/**
+ * The console's sign-in: with `console.oauth`, its providers and cookies sealed under its keys;
+ * without, account tokens only and keys random per start.
+ */
+function consoleOptions(config: ConsoleConfig) {
+  const { oauth } = config;
+  return { config, sealer: consoleSealer(oauth), ...(oauth ? { providers: consoleProviders(oauth) } : {}) };
 }
 
 /** The installation until SIGINT/SIGTERM; prints where everything is once ready. */

@@ -262,8 +262,8 @@ function readCookie(
   return { cookieName, cookieDomain: bareDomain };
 }
 
-/** The sealing keys: long enough, and two different ones. */
-function readSealingKeys(
+/** The sealing keys (`signing_key`, `encryption_key` under `path`): long enough, and two different ones. */
+export function readSealingKeys(
   r: ConfigReader,
   o: Record<string, unknown>,
   path: string,
