@@ -112,6 +112,8 @@ describe('svc controller alone: console sign-in through console.oauth providers'
     const page = await signInAs('me@example.com');
     await page.waitForURL(`${controller.apiBase}/console`);
     expect(envZId).not.toBe('');
+    // Online once the replica holding the tunnel has reported (every 5 s); the page updates live.
+    await page.waitForSelector(`[data-env="${envZId}"].online`, { timeout: 20_000 });
     expect(await page.textContent(`[data-env="${envZId}"]`)).toBe('online');
     expect(await page.locator('[data-env]').count()).toBe(1);
     expect(await page.locator('nav a[href="/console/admin"]').count()).toBe(0);
