@@ -11,7 +11,8 @@ import { startControllerProcess, startEnabledAgent, startPublicFrontendProcess }
  * The console of `svc controller` alone (the Kubernetes shape: `public_frontend` and a replica in
  * its own process) with a `console.oauth` section naming the development identity provider, all
  * real processes on loopback, driven in Chromium: an account signs in through the provider and
- * sees its environments, an admin email the admin view, an unknown email is refused, and a bad
+ * sees its environments, an admin email the admin view (still signed in after a controller
+ * restart: the cookies are sealed under the section's keys), an unknown email is refused, and a bad
  * section stops `svc controller` naming the field (the client secret never quoted).
  */
 const DOMAIN = 'co.localhost';
@@ -125,6 +126,18 @@ describe('svc controller alone: console sign-in through console.oauth providers'
     await admin.waitForURL(`${controller.apiBase}/console/admin`);
     expect((await admin.textContent('main')) ?? '').toContain('me@example.com');
     await admin.close();
+  });
+
+  it("keeps a provider sign-in across a controller restart (cookies sealed under console.oauth's keys)", async () => {
+    const page = await signInAs(ADMIN);
+    await page.waitForURL(`${controller.apiBase}/console`);
+    await controller.process.stop();
+    const config = join(base, 'controller.json');
+    controller = await startControllerProcess(config, join(base, 'controller'), `127.0.0.1:${controller.port}`);
+    const reply = await page.goto(`${controller.apiBase}/console/admin`);
+    expect(reply?.status()).toBe(200);
+    expect((await page.textContent('main')) ?? '').toContain('me@example.com');
+    await page.close();
   });
 
   it('refuses an email without an account', async () => {
