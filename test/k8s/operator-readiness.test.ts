@@ -101,6 +101,14 @@ async function eventsOf(name: string): Promise<{ reason: string; type: string; m
   return list.items;
 }
 
+/** The object's Events once one of `type` and `reason` is among them: an Event follows the status write. */
+async function eventsWith(name: string, type: string, reason: string) {
+  return await eventually(async () => {
+    const events = await eventsOf(name);
+    return events.some((e) => e.type === type && e.reason === reason) ? events : undefined;
+  }, `a ${type} ${reason} Event for ${name}`);
+}
+
 describe('operator: Ready means the share answers', () => {
   let op: TestOperator;
   beforeAll(async () => {
@@ -129,7 +137,7 @@ describe('operator: Ready means the share answers', () => {
     expect(condition(failing, 'Ready')?.message).toBe(
       `pod svc-share-pull-abc12 container agent: ImagePullBackOff: Back-off pulling image "${image}"`,
     );
-    expect(await eventsOf('pull')).toContainEqual(
+    expect(await eventsWith('pull', 'Warning', 'ImagePullFailed')).toContainEqual(
       expect.objectContaining({ type: 'Warning', reason: 'ImagePullFailed' }),
     );
 
@@ -139,7 +147,9 @@ describe('operator: Ready means the share answers', () => {
     const ready = await withReady(paths.share('pull'), 'Available');
     expect(condition(ready, 'Ready')).toMatchObject({ status: 'True', message: 'Deployment svc-share-pull available' });
     expect(condition(ready, 'Available')).toMatchObject({ status: 'True', reason: 'MinimumReplicasAvailable' });
-    expect(await eventsOf('pull')).toContainEqual(expect.objectContaining({ type: 'Normal', reason: 'Ready' }));
+    expect(await eventsWith('pull', 'Normal', 'Ready')).toContainEqual(
+      expect.objectContaining({ type: 'Normal', reason: 'Ready' }),
+    );
   });
 
   it('a Deployment that cannot create its pod (quota, admission) is the reason', async () => {

@@ -90,8 +90,11 @@ describe('share HTTPRoutes', () => {
     await createShare(cp, 'inner', { backendMode: 'proxy', target: 'http://inner.default.svc', shareMode: 'private' });
     const missing = await shareWithReady('docs', 'RouteApiMissing');
     expect(condition(missing, 'Ready')?.message).toContain('install the Gateway API CRDs');
-    const events = (await api(cp, paths.events())).items as { reason: string; involvedObject: { name: string } }[];
-    expect(events.some((e) => e.reason === 'RouteApiMissing' && e.involvedObject.name === 'docs')).toBe(true);
+    // The Event follows the status write: wait for it as a client watching Events would.
+    await eventually(async () => {
+      const events = (await api(cp, paths.events())).items as { reason: string; involvedObject: { name: string } }[];
+      return events.some((e) => e.reason === 'RouteApiMissing' && e.involvedObject.name === 'docs') || undefined;
+    }, 'a RouteApiMissing Event for docs');
     // The operator is not wedged: the private Share (no route) becomes Ready.
     await shareWithReady('inner', 'Available');
     expect(operator.isSynced()).toBe(true);

@@ -115,9 +115,13 @@ describe('operator: Share on a real API server', () => {
     });
     expect(await getOrNone(cp, paths.secret('svc-share-web-app-frontend'))).toBeUndefined();
 
-    const events = (await api(cp, `${paths.events()}?fieldSelector=involvedObject.name=web-app`)) as unknown as {
-      items: { reason: string; type: string }[];
-    };
+    // The Event follows the status write.
+    const events = await eventually(async () => {
+      const list = (await api(cp, `${paths.events()}?fieldSelector=involvedObject.name=web-app`)) as unknown as {
+        items: { reason: string; type: string }[];
+      };
+      return list.items.some((e) => e.reason === 'Ready') ? list : undefined;
+    }, 'the Ready Event of web-app');
     expect(events.items).toContainEqual(expect.objectContaining({ reason: 'Ready', type: 'Normal' }));
   });
 
