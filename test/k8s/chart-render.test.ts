@@ -4,10 +4,12 @@
  * blocks drains, a leader-election Lease per release, share TLS and the unenroll deadline plumbed
  * to the operator, RBAC without bind/escalate matching docs/kubernetes.md, the operator's admission
  * policy, the share pod settings passed to the operator, the pod extras of the chart's own
- * Deployments, ServiceMonitors, the share pod NetworkPolicy, Gateway API HTTPRoutes, and
- * `helm lint --strict` of the values these add.
+ * Deployments, ServiceMonitors, the share pod NetworkPolicy, Gateway API HTTPRoutes, the console's
+ * OAuth Secret merged by an init container (never into the ConfigMap), and `helm lint --strict` of
+ * the values these add.
  */
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -702,6 +704,110 @@ describe("the controller's console", () => {
   });
 });
 
+describe("the controller's console OAuth from a Secret", () => {
+  const SECRET = 'client-secret-never-in-a-configmap';
+  /** console-oauth.yaml as an operator writes it into the Secret. */
+  const oauthYaml = `providers:
+  - name: corp
+    type: oidc
+    issuer: https://id.example.com
+    client_id: svc
+    client_secret: ${SECRET}
+    scopes: [openid, email]
+    supports_pkce: true
+signing_key: ${'s'.repeat(32)}
+encryption_key: ${'e'.repeat(24)}
+`;
+  type Container = {
+    name: string;
+    command?: string[];
+    args?: string[];
+    volumeMounts?: { name: string; mountPath: string }[];
+  };
+  type Deployment = Obj & {
+    spec: {
+      template: {
+        spec: {
+          initContainers: Container[];
+          containers: Container[];
+          volumes: { name: string; secret?: { secretName: string } }[];
+        };
+      };
+    };
+  };
+
+  /** Runs the init container's merge script as the pod would, on files under `work`. */
+  async function merge(
+    oauthText: string,
+    base: string,
+  ): Promise<{ code: number | null; stderr: string; out?: string }> {
+    const dir = await mkdtemp(join(work, 'merge-'));
+    const [baseFile, oauthFile, outFile] = ['base.yaml', 'oauth.yaml', 'out.yaml'].map((f) => join(dir, f));
+    await writeFile(baseFile!, base);
+    await writeFile(oauthFile!, oauthText);
+    const objs = await runner.template(...publicFrontend(), '--set', 'controller.console.oauthSecret=console-oauth');
+    const init = (findObject(objs, 'Deployment', 'svc-controller') as Deployment).spec.template.spec.initContainers;
+    const command = init.find((c) => c.name === 'console-oauth')?.command ?? [];
+    expect(command.slice(0, 2)).toEqual(['node', '-e']);
+    const child = spawnSync(process.execPath, ['-e', command[2]!, baseFile!, oauthFile!, outFile!], {
+      cwd: join(import.meta.dirname, '..', '..'),
+      encoding: 'utf8',
+    });
+    if (child.status !== 0) return { code: child.status, stderr: child.stderr };
+    expect(statSync(outFile!).mode & 0o777).toBe(0o600);
+    return { code: child.status, stderr: child.stderr, out: readFileSync(outFile!, 'utf8') };
+  }
+
+  it('mounts the Secret for an init container and keeps every secret out of the ConfigMap', async () => {
+    const objs = await runner.template(...publicFrontend(), '--set', 'controller.console.oauthSecret=console-oauth');
+    const map = findObject(objs, 'ConfigMap', 'svc-controller') as Obj & { data: Record<string, string> };
+    const base = map.data['controller.yaml'] ?? '';
+    expect((parseYaml(base) as { console: Record<string, unknown> }).console.oauth).toBeUndefined();
+    const pod = (findObject(objs, 'Deployment', 'svc-controller') as Deployment).spec.template.spec;
+    expect(pod.volumes.find((v) => v.name === 'console-oauth')?.secret?.secretName).toBe('console-oauth');
+    const controller = pod.containers.find((c) => c.name === 'controller')!;
+    expect(controller.args).toContain('--config=/run/svc/config/controller.yaml');
+    expect(controller.volumeMounts?.map((m) => m.name)).not.toContain('console-oauth');
+
+    const merged = await merge(oauthYaml, base);
+    expect(merged.code).toBe(0);
+    const doc = parseYaml(merged.out ?? '') as { console?: unknown; public_frontend?: unknown };
+    expect(doc.public_frontend).toEqual((parseYaml(base) as { public_frontend: unknown }).public_frontend);
+    const r = new ConfigReader();
+    const config = readConsoleConfig(r, doc.console, { oauth: true });
+    expect(r.problems).toEqual([]);
+    expect(config.oauth?.providers.map((p) => p.name)).toEqual(['corp']);
+
+    const without = await runner.template(...publicFrontend());
+    const plain = (findObject(without, 'Deployment', 'svc-controller') as Deployment).spec.template.spec;
+    expect(plain.initContainers.map((c) => c.name)).toEqual(['identity']);
+    expect(plain.containers[0]?.args).toContain('--config=/etc/svc/controller/controller.yaml');
+  });
+
+  it('names the file and line of a bad console-oauth.yaml without quoting it', async () => {
+    const bad = await merge(`providers: [\n  client_secret: ${SECRET}\n`, 'console: {}\n');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/oauth\.yaml: not valid YAML \(\w+ at line \d+\)/);
+    expect(bad.stderr).not.toContain(SECRET);
+    const list = await merge(`- ${SECRET}\n`, 'console: {}\n');
+    expect(list.stderr).toContain('oauth.yaml: must be the console.oauth mapping');
+    expect(list.stderr).not.toContain(SECRET);
+  });
+
+  it('refuses a Secret name Kubernetes would refuse', async () => {
+    const out = await runner.helm(
+      'template',
+      'svc',
+      CHART,
+      ...publicFrontend(),
+      '--set',
+      'controller.console.oauthSecret=Bad_Name',
+    );
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toContain("at '/controller/console/oauthSecret'");
+  });
+});
+
 describe('helm lint --strict', () => {
   it('passes with every optional part on', async () => {
     const args = await everything('lint-all.yaml', {
@@ -714,6 +820,7 @@ describe('helm lint --strict', () => {
         shareHttpRoute: { enabled: true, parentRefs: [{ name: 'gw', namespace: 'gateway-system' }], tls: 'gateway' },
         extraEnv: [{ name: 'A', value: '1' }],
       },
+      controller: { console: { oauthSecret: 'console-oauth' } },
     });
     const out = await runner.helm('lint', CHART, '--strict', ...args);
     expect(out.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
