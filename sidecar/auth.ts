@@ -269,12 +269,9 @@ export class Authenticator implements RenewService {
     const outcome = await this.renewHere(session, share);
     if (outcome.result === 'ended') this.shared.logOut(session.id, session.expiresAt);
     const provider = session.provider;
-    if (outcome.result === 'refreshed' || outcome.result === 'refused')
-      this.metrics.refreshes.inc({ provider, result: outcome.result });
-    else {
+    if (outcome.result !== 'refreshed' && outcome.result !== 'refused')
       this.metrics.providerFailure(provider, 'refresh', outcome.code);
-      this.metrics.refreshes.inc({ provider, result: outcome.result });
-    }
+    this.metrics.refreshes.inc({ provider, result: outcome.result });
     this.log.info({ provider, share: token, result: outcome.result }, 'share pod session renewal');
     return outcome;
   }
