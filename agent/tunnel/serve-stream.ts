@@ -6,7 +6,7 @@ import { stripIdentityHeaders } from '../../lib/identity-headers.ts';
 import { Agent, request as httpRequest } from '../../lib/node-http.ts';
 import type { TcpTarget } from '../../lib/share/tcp-target.ts';
 import { ROUTE_HEADER, TCP_PROTOCOL, shareTokenOf, tunnelHeaders } from '../../lib/tunnel/protocol.ts';
-import { relayBody, resetStream } from '../../lib/tunnel/relay.ts';
+import { relayBody, relayHead, resetStream } from '../../lib/tunnel/relay.ts';
 import { serveTcpStream } from './serve-tcp.ts';
 
 /** A share as the tunnel serves it: where its backend answers, and who may reach it. */
@@ -70,7 +70,14 @@ export function serveStream(
   request.on('response', (res) => {
     if (stream.closed) return void res.destroy();
     if (observer) observeResponse(observer, res);
-    stream.respond({ ':status': res.statusCode ?? 502, ...tunnelHeaders(res.headers) });
+    if (!relayHead(stream, { ...tunnelHeaders(res.headers), ':status': res.statusCode })) {
+      res.destroy();
+      return answer(
+        stream,
+        502,
+        `502: the share backend answered status ${res.statusCode}, which HTTP/2 cannot carry\n`,
+      );
+    }
     res.on('end', () => (settled = true));
     res.on('error', () => undefined);
     // A backend that hangs up mid-body resets the stream: the visitor's connection is cut, not ended.
@@ -79,7 +86,10 @@ export function serveStream(
   request.on('upgrade', (res, socket, head) => {
     settled = true;
     if (stream.closed) return void socket.destroy();
-    stream.respond({ ':status': 200, ...tunnelHeaders(res.headers) });
+    if (!relayHead(stream, { ...tunnelHeaders(res.headers), ':status': 200 })) {
+      socket.destroy();
+      return answer(stream, 502, '502: the share backend answered headers HTTP/2 cannot carry\n');
+    }
     if (head.length > 0) stream.write(head);
     socket.pipe(stream);
     stream.pipe(socket);

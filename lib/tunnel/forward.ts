@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import type { ShareCookies } from '../backend-cookies.ts';
 import { ROUTE_HEADER, TCP_PROTOCOL, tunnelHeaders, type TunnelRoute } from './protocol.ts';
 import { forwardTcpStream } from './tcp-relay.ts';
-import { declaredLength, onceSettled, relayBody, resetStream } from './relay.ts';
+import { declaredLength, onceSettled, relayBody, relayHead, resetStream } from './relay.ts';
 import { TunnelUnavailable, type ForwardFailure, type StreamTarget } from './stream-target.ts';
 
 export type { ForwardFailure };
@@ -155,7 +155,10 @@ export function forwardStream(
   relayBody(incoming, outgoing, () => resetStream(outgoing));
   outgoing.on('response', (h) => {
     if (incoming.closed) return;
-    incoming.respond({ ':status': Number(h[':status']), ...tunnelHeaders(h) });
+    if (!relayHead(incoming, { ...tunnelHeaders(h), ':status': h[':status'] })) {
+      resetStream(outgoing);
+      return respondFailure(incoming, 502);
+    }
     relayBody(outgoing, incoming, () => resetStream(incoming));
   });
   outgoing.on('error', () => undefined);

@@ -1,4 +1,4 @@
-import type { Http2Stream } from 'node:http2';
+import type { Http2Stream, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 
 /**
  * nghttp2's error codes this module needs (RFC 9113 §7), written out: the frontend's fast path
@@ -67,4 +67,22 @@ export function declaredLength(value: string | string[] | number | undefined): n
   if (value === undefined || Array.isArray(value)) return undefined;
   const text = String(value);
   return /^\d+$/.test(text) ? Number(text) : undefined;
+}
+
+/**
+ * Answers `stream` with a response head that came from across the tunnel (an agent, a peer replica,
+ * a share backend): any of them may be hostile or broken. Node's `respond` throws on a status
+ * outside 200–599 and on header values it refuses, and a throw inside an event handler ends the
+ * process, with every other account's tunnels in it; such a head is not relayed. False when it was
+ * not: the caller answers its own failure.
+ */
+export function relayHead(stream: ServerHttp2Stream, headers: OutgoingHttpHeaders): boolean {
+  const status = Number(headers[':status']);
+  if (!Number.isInteger(status) || status < 200 || status > 599) return false;
+  try {
+    stream.respond({ ...headers, ':status': status });
+    return true;
+  } catch {
+    return false;
+  }
 }

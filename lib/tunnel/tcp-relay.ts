@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders as Http2Headers, ServerHttp2Stream } from 'nod
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ROUTE_HEADER, TCP_PROTOCOL, shareTokenOf, type TunnelRoute } from './protocol.ts';
-import { onceSettled, resetStream } from './relay.ts';
+import { onceSettled, relayHead, resetStream } from './relay.ts';
 import { TunnelUnavailable, type StreamTarget } from './stream-target.ts';
 
 /** One end of a relayed TCP connection: a socket or an HTTP/2 stream, and how to cut it. */
@@ -97,7 +97,12 @@ export function forwardTcpStream(
     answered = true;
     const status = Number(h[':status']);
     if (incoming.closed) return resetStream(outgoing);
-    incoming.respond({ ':status': status, ...(h['content-type'] ? { 'content-type': h['content-type'] } : {}) });
+    if (
+      !relayHead(incoming, { ':status': status, ...(h['content-type'] ? { 'content-type': h['content-type'] } : {}) })
+    ) {
+      resetStream(outgoing);
+      return refuseTcpStream(incoming, 502, "the share's agent answered a status that cannot be relayed");
+    }
     if (status !== 200) return void outgoing.pipe(incoming);
     spliceEnds(streamEnd(incoming), streamEnd(outgoing));
   });
