@@ -6,6 +6,7 @@ import type { ShareCookies } from '../backend-cookies.ts';
 import { ROUTE_HEADER, TCP_PROTOCOL, tunnelHeaders, type TunnelRoute } from './protocol.ts';
 import { forwardTcpStream } from './tcp-relay.ts';
 import { declaredLength, onceSettled, relayBody, relayHead, resetStream } from './relay.ts';
+import { StreamMeter, type RecordRequest } from './stream-meter.ts';
 import { TunnelUnavailable, type ForwardFailure, type StreamTarget } from './stream-target.ts';
 
 export type { ForwardFailure };
@@ -129,6 +130,15 @@ export function forwardUpgrade(
   });
 }
 
+/** How `forwardStream` forwards a stream. */
+export interface StreamForwardOptions {
+  readonly route: TunnelRoute;
+  /** A stream with no data either way for this long is cancelled. */
+  readonly idleMs: number;
+  /** Counts the request when its stream closes (StreamMeter); not called for a TCP stream. */
+  readonly record?: RecordRequest;
+}
+
 /**
  * An HTTP/2 stream (a private access's request, or another replica's) forwarded into a tunnel:
  * same method, path, authority and `:protocol`, the route marker set by us, bodies piped both ways.
@@ -138,9 +148,10 @@ export function forwardStream(
   incoming: ServerHttp2Stream,
   headers: Http2Headers,
   target: StreamTarget,
-  options: { route: TunnelRoute; idleMs: number },
+  options: StreamForwardOptions,
 ) {
   if (headers[':protocol'] === TCP_PROTOCOL) return forwardTcpStream(incoming, headers, target, options.route);
+  const meter = options.record ? new StreamMeter(incoming, options.record) : undefined;
   const connect = headers[':method'] === 'CONNECT';
   const outgoing = openStream(target, {
     ...tunnelHeaders(headers),
@@ -160,6 +171,7 @@ export function forwardStream(
       return respondFailure(incoming, 502);
     }
     relayBody(outgoing, incoming, () => resetStream(incoming));
+    meter?.relaying(outgoing);
   });
   outgoing.on('error', () => undefined);
   outgoing.on('close', () => {

@@ -13,6 +13,12 @@ export interface StreamTarget {
    * `endStream`: the request has no body (its HEADERS frame ends the stream; no empty DATA frame).
    */
   open(headers: OutgoingHttpHeaders, endStream?: boolean): ClientHttp2Stream;
+  /**
+   * The streams go to the frontend replica that holds the tunnel, which counts their requests in the
+   * share's traffic (sidecar/tunnel/peer-server.ts): the replica that forwards them does not, so each
+   * request is counted once, by the replica whose report the controller accepts for the share.
+   */
+  readonly countedByHolder?: boolean;
 }
 
 /** Why a request could not be answered by the agent (lib/tunnel/forward.ts). */

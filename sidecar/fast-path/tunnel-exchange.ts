@@ -57,6 +57,8 @@ export class TunnelExchange {
   private body: Body | undefined;
   private remaining = 0;
   private over = false;
+  /** False when the stream goes to the replica holding the tunnel, which counts the request. */
+  private countedHere = true;
   private readonly readAt: number;
   private readonly writtenAt: number;
 
@@ -72,6 +74,7 @@ export class TunnelExchange {
     const { streams, request } = this.job;
     const target = streams.find();
     if (!target) return this.answerPage(TUNNEL_PAGES.offline);
+    this.countedHere = target.countedByHolder !== true;
     const stream = openStream(target, streamHeaders(request, this.job.headers), true);
     if (typeof stream === 'string') return this.fail(stream);
     this.stream = stream;
@@ -207,6 +210,7 @@ export class TunnelExchange {
   }
 
   private count(failed: boolean): void {
+    if (!this.countedHere) return;
     const socket = this.owner.socket;
     this.job.streams.record?.(failed, socket.bytesRead - this.readAt, socket.bytesWritten - this.writtenAt);
   }

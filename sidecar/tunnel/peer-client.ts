@@ -26,8 +26,10 @@ export class PeerSessions {
     this.deps = { limits, credential, logger };
   }
 
+  /** Streams to the replica at `address` for `envZId`'s tunnel there; that replica counts their requests. */
   target(address: string, envZId: string): StreamTarget {
     return {
+      countedByHolder: true,
       open: (headers, endStream) =>
         this.peer(address).capped.open(
           { ...headers, [PEER_ENV_HEADER]: envZId, [PEER_CREDENTIAL_HEADER]: this.deps.credential },

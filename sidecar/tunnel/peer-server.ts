@@ -4,6 +4,7 @@ import type { Logger } from '../../lib/logger.ts';
 import { forwardStream } from '../../lib/tunnel/forward.ts';
 import { ROUTE_HEADER, SESSION_WINDOW_BYTES, serverSettings, type TunnelLimits } from '../../lib/tunnel/protocol.ts';
 import type { StreamTarget } from '../../lib/tunnel/stream-target.ts';
+import type { PeerStreamCounter } from './peer-traffic.ts';
 import { PEER_CREDENTIAL_HEADER, PEER_ENV_HEADER, credentialMatches, peerStreamCap } from './peer-protocol.ts';
 
 export interface PeerServerOptions {
@@ -13,6 +14,8 @@ export interface PeerServerOptions {
   readonly local: (envZId: string) => StreamTarget | undefined;
   readonly limits: TunnelLimits;
   readonly logger: Logger;
+  /** Counts the requests of the streams served here in the share's traffic (peer-traffic.ts); none without it. */
+  readonly count?: PeerStreamCounter;
 }
 
 export interface PeerServer {
@@ -25,7 +28,8 @@ export interface PeerServer {
  * with the replicas' shared credential (401 and a log line without it otherwise) and only into a
  * tunnel this replica holds (503 when it holds none: the Lease the sender read was stale). The
  * stream goes into the tunnel with `forwardStream`, as a private access does, keeping the route
- * (`public` or `access`) the first replica decided.
+ * (`public` or `access`) the first replica decided. With `count`, the request of a stream for a
+ * public share of that environment is counted here: the forwarding replica leaves it to this one.
  */
 export async function startPeerServer(options: PeerServerOptions): Promise<PeerServer> {
   const { credential, local, limits, logger } = options;
@@ -60,7 +64,8 @@ export async function startPeerServer(options: PeerServerOptions): Promise<PeerS
     }
     delete headers[PEER_ENV_HEADER];
     delete headers[PEER_CREDENTIAL_HEADER];
-    forwardStream(stream, headers, target, { route, idleMs: limits.streamIdleMs });
+    const record = options.count?.(envZId, headers);
+    forwardStream(stream, headers, target, { route, idleMs: limits.streamIdleMs, ...(record ? { record } : {}) });
   });
   await listen(server, options.listen, 'replica peer listener');
   return {

@@ -13,6 +13,7 @@ import type { PublicFrontendConfig } from './public-frontend-config.ts';
 import { RemoteShareDirectory } from './remote-directory.ts';
 import { TunnelEndpoint } from './endpoint.ts';
 import { LocalTunnels, type TunnelLocator } from './locator.ts';
+import { peerStreamCounter, type PeerStreamCounter } from './peer-traffic.ts';
 import { ReplicaLocator, startReplicaLocator } from './replicas.ts';
 import { ReplicaReporter } from './reporter.ts';
 import { tunnelledShares } from './routes.ts';
@@ -47,15 +48,20 @@ export type ClosableLocator = TunnelLocator & { close?(): Promise<void> };
 /**
  * Where this frontend looks for an environment's tunnel, the one place that decides: with a
  * `replicas` section the Lease-based locator across replicas (replicas.ts), which shares the
- * frontend credential as the replicas' peer credential; otherwise this process's own tunnels, all a
- * single frontend needs.
+ * frontend credential as the replicas' peer credential and counts the requests other replicas
+ * forward here with `count`; otherwise this process's own tunnels, all a single frontend needs.
  */
-export async function chooseLocator(config: PublicFrontendConfig, logger: Logger): Promise<ClosableLocator> {
+export async function chooseLocator(
+  config: PublicFrontendConfig,
+  logger: Logger,
+  count?: PeerStreamCounter,
+): Promise<ClosableLocator> {
   if (!config.replicas) return new LocalTunnels(config.tunnel.maxTunnelsPerEnvironment);
   return startReplicaLocator(config.replicas, {
     limits: config.tunnel,
     logger,
     credential: config.controller.credential,
+    ...(count ? { count } : {}),
   });
 }
 
@@ -128,7 +134,7 @@ export async function startPublicFrontend(
   let running: RunningTunnelFrontend;
   let locator: ClosableLocator;
   try {
-    locator = await chooseLocator(config, logger);
+    locator = await chooseLocator(config, logger, peerStreamCounter(directory, tally));
     running = await startTunnelFrontend({
       directory,
       locator,

@@ -11,6 +11,7 @@ import { LocalTunnels, type HeldTunnel, type TunnelLocator } from './locator.ts'
 import { PeerSessions } from './peer-client.ts';
 import { MIN_FRONTEND_CREDENTIAL_LENGTH as MIN_CREDENTIAL_LENGTH } from '../../lib/tunnel/frontend-api.ts';
 import { startPeerServer, type PeerServer } from './peer-server.ts';
+import type { PeerStreamCounter } from './peer-traffic.ts';
 import type { ReplicaSettings } from './replica-settings.ts';
 
 export type { ReplicaSettings } from './replica-settings.ts';
@@ -27,6 +28,8 @@ export interface ReplicaDeps {
   readonly kube?: KubeClient;
   /** Judges Lease expiry; the system clock unless a test moves time. */
   readonly clock?: Clock;
+  /** Counts the requests other replicas forward here (peer-traffic.ts); none are counted without it. */
+  readonly count?: PeerStreamCounter;
 }
 
 /**
@@ -176,6 +179,7 @@ export async function startReplicaLocator(settings: ReplicaSettings, deps: Repli
     local: (envZId) => local.find(envZId),
     limits,
     logger,
+    ...(deps.count ? { count: deps.count } : {}),
   });
   const holder = {
     namespace: settings.namespace,

@@ -17,7 +17,10 @@ export interface TunnelledSharesOptions {
   readonly locator: TunnelLocator;
   readonly limits: TunnelLimits;
   readonly logger: Logger;
-  /** Per-share request counters for the installation's console; nothing is counted without it. */
+  /**
+   * Per-share request counters for the installation's console; nothing is counted without it. A
+   * request forwarded to the replica holding the tunnel is left to that replica to count.
+   */
   readonly traffic?: TrafficCounter;
 }
 
@@ -48,8 +51,8 @@ export function tunnelledShares(options: TunnelledSharesOptions): ShareSource {
         setCookie: string | undefined,
         cookies?: ShareCookies,
       ) => {
-        traffic?.track(entry.token, req, res);
         const target = locator.find(entry.envZId);
+        if (!target?.countedByHolder) traffic?.track(entry.token, req, res);
         if (!target) return page(res, 'offline');
         forwardRequest(req, res, target, {
           route: 'public',
