@@ -1,3 +1,4 @@
+import http2 from 'node:http2';
 import { createConnection, createServer, type Server } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,25 +11,34 @@ import { launchBrowser } from '../support/browser.ts';
 import { cookiesFrom, get, type Reply } from '../support/http.ts';
 import { cliShare, startControllerProcess, startPublicFrontendProcess } from '../support/installation.ts';
 import { echoBackend, request } from '../support/raw-http.ts';
+import { startControlPlane, type ControlPlane } from '../k8s/envtest.ts';
+import { leasesOnlyUser } from '../k8s/tunnel-leases.ts';
 
 /**
- * The console of `svc controller` whose public frontend runs as two `svc public-frontend` replicas,
- * all real processes on loopback: each replica reports its tunnels and traffic to the controller
- * (`POST /api/v1/frontend/report`), and the console (HTTP and Chromium) shows them merged: each
- * account's environments online with their agent version, per-share traffic summed over the
- * replicas, and in the admin view which replica holds which tunnel. The agents reach the replicas
- * through a switchable TCP proxy (the endpoint_url, as a Service would balance), so alice's tunnel
- * lands on replica A and bob's on B. Forged, unauthenticated, malformed and oversized reports are
- * refused with clear errors and change nothing.
+ * The console of `svc controller` whose public frontend runs as two `svc public-frontend` replicas
+ * in Lease mode (`replicas:` sections, their Leases on a real kube-apiserver written as a user
+ * holding only the chart's Leases Role), all real processes on loopback: each replica reports its
+ * tunnels and traffic to the controller (`POST /api/v1/frontend/report`), and the console (HTTP
+ * and Chromium) shows them merged: each account's environments online with their agent version,
+ * per-share traffic summed over the replicas, and in the admin view which replica holds which
+ * tunnel. The agents reach the replicas through a switchable TCP proxy (the endpoint_url, as a
+ * Service would balance), so alice's tunnel lands on replica A and bob's on B; a visitor on the
+ * other replica is forwarded to the holder, which counts the request (once). Forged,
+ * unauthenticated, malformed and oversized reports are refused with clear errors and change
+ * nothing; neither a report nor a peer stream puts traffic on a share of an environment the
+ * replica does not hold.
  */
 const DOMAIN = 'cr.localhost';
 const CREDENTIAL = 'console-replicas-credential-0123456789abcdefghij';
 const ADMIN = 'root@example.com';
+const NAMESPACE = 'svc-console-replicas';
 
 interface Replica {
   readonly process: Process;
   readonly port: number;
   readonly name: string;
+  /** The peer listener other replicas forward streams to. */
+  readonly peerPort: number;
 }
 interface Agent {
   readonly process: Process;
@@ -39,6 +49,9 @@ interface Agent {
 }
 
 let base: string;
+let cp: ControlPlane;
+/** The frontend replicas' environment: the kubeconfig of a user holding only the Leases Role. */
+let kubeEnv: NodeJS.ProcessEnv;
 let controller: { process: Process; port: number; apiBase: string };
 let a: Replica;
 let b: Replica;
@@ -91,10 +104,32 @@ async function startReplica(name: string): Promise<Replica> {
     'controller:',
     `  url: ${controller.apiBase}`,
     `  credential_file: ${join(base, 'credential')}`,
+    'replicas:',
+    `  namespace: ${NAMESPACE}`,
+    `  pod_name: frontend-${name}`,
+    '  pod_ip: 127.0.0.1',
+    '  peer_listen: 127.0.0.1:0',
+    '  lease_duration: 5s',
   ]);
-  const { process, port } = await startPublicFrontendProcess(config);
+  const { process, port } = await startPublicFrontendProcess(config, kubeEnv);
   const reported = await process.waitFor(/reports: {3}as (\S+) to the controller/);
-  return { process, port, name: reported[1] as string };
+  const peer = await process.waitFor(/peer listener on port (\d+)/);
+  return { process, port, name: reported[1] as string, peerPort: Number(peer[1]) };
+}
+
+/**
+ * One request to `token` through `replica`, which does not hold its tunnel: answered once that
+ * replica reads the holder's Lease (before, "Share offline", which it counts for an environment it
+ * does not hold: the controller drops that). Exactly one request is answered.
+ */
+async function forwarded(replica: Replica, token: string, path: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const { status } = await visit(replica, token, path);
+    if (status === 200) return;
+    if (status !== 503 || Date.now() > deadline) throw new Error(`${replica.name} answered ${status} for ${token}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 /** An account, a `svc serve` agent enabled for it whose tunnel lands on `replica`, and one public share. */
@@ -142,6 +177,42 @@ const report = (body: string | object, headers: Record<string, string> = {}) =>
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
 
+/** The environment token of `agent` presented to `/frontend/authenticate` as a replica does, and its ticket. */
+async function ticketOf(agent: Agent): Promise<{ environmentToken: string; ticket: string }> {
+  const environmentToken = readEnvironment(agent.dir)?.environmentToken ?? '';
+  const auth = await get(controller.port, apiHost(), '/api/v1/frontend/authenticate', {
+    method: 'POST',
+    headers: { 'x-frontend-token': CREDENTIAL, 'content-type': MEDIA_TYPE },
+    body: JSON.stringify({ environmentToken }),
+  });
+  expect(auth.status, auth.body).toBe(200);
+  return { environmentToken, ticket: (JSON.parse(auth.body) as { ticket: string }).ticket };
+}
+
+/** One GET on a replica's peer listener with the replicas' credential, as another replica forwards it. */
+function peerStream(port: number, envZId: string, authority: string): Promise<{ status: number }> {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  session.on('error', () => undefined);
+  const stream = session.request({
+    ':path': '/',
+    ':authority': authority,
+    'svc-tunnel-route': 'public',
+    'svc-tunnel-env': envZId,
+    'svc-peer-credential': CREDENTIAL,
+  });
+  stream.end();
+  return new Promise((resolve, reject) => {
+    stream.on('response', (headers) => {
+      stream.resume();
+      stream.on('end', () => {
+        session.close();
+        resolve({ status: Number(headers[':status']) });
+      });
+    });
+    stream.on('error', reject);
+  });
+}
+
 /** Polls `read` until `done` holds (the replicas report every 5 s, the console pushes every 5 s). */
 async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
   const deadline = Date.now() + 40_000;
@@ -161,6 +232,15 @@ const summaryOf = (page: string, token: string) =>
 describe('console of svc controller with two frontend replicas', () => {
   beforeAll(async () => {
     base = tempDir('svc-console-replicas-');
+    cp = await startControlPlane();
+    const user = await leasesOnlyUser(cp, NAMESPACE, 'svc-frontend');
+    kubeEnv = {
+      KUBECONFIG: user.kubeconfigPath,
+      KUBERNETES_SERVICE_HOST: '',
+      SVC_POD_NAMESPACE: '',
+      SVC_POD_NAME: '',
+      SVC_POD_IP: '',
+    };
     writeFileSync(join(base, 'credential'), `${CREDENTIAL}\n`, { mode: 0o600 });
     backend = await echoBackend();
     proxy = await startProxy();
@@ -189,6 +269,7 @@ describe('console of svc controller with two frontend replicas', () => {
     await controller?.process.stop();
     proxy?.server.close();
     await backend?.close();
+    await cp?.stop();
   });
 
   it('prints the console address and names each replica', () => {
@@ -197,19 +278,22 @@ describe('console of svc controller with two frontend replicas', () => {
   });
 
   it('shows each account its environments online and the traffic of its shares summed over both replicas', async () => {
-    // alice's share: three answered through A (its tunnel), one through B (no tunnel there: 503). The
-    // controller counts a replica's traffic only for environments it holds: B's 503 is not counted.
+    // alice's share: three answered through A (its tunnel), two through B, which forwards them to A
+    // over the peer channel: A counts them (the controller takes A's traffic for alice's environment,
+    // never B's), B does not. bob's share the other way round: two through B, one forwarded by A.
     for (const path of ['/', '/x', '/y']) expect((await visit(a, alice.share, path)).status).toBe(200);
-    expect((await visit(b, alice.share)).status).toBe(503);
+    await forwarded(b, alice.share, '/via-b');
+    expect((await visit(b, alice.share, '/via-b-again')).status).toBe(200);
     for (const path of ['/', '/z']) expect((await visit(b, bob.share, path)).status).toBe(200);
+    await forwarded(a, bob.share, '/via-a');
 
     const aliceCookie = await signIn(alice.accountToken);
     const page = await eventually(
       () => dashboard(aliceCookie),
-      (p) => /^3 requests/.test(summaryOf(p, alice.share)),
+      (p) => /^5 requests/.test(summaryOf(p, alice.share)),
       "alice's merged traffic",
     );
-    expect(summaryOf(page, alice.share)).toMatch(/^3 requests, [\d.]+ (B|KB), 0 errors in the last hour$/);
+    expect(summaryOf(page, alice.share)).toMatch(/^5 requests, [\d.]+ (B|KB), 0 errors in the last hour$/);
     expect(page).toMatch(new RegExp(`data-env="${alice.envZId}"\\s*>online<`));
     expect(page).toContain('0.1.0');
     expect(page).not.toContain(bob.envZId);
@@ -217,11 +301,11 @@ describe('console of svc controller with two frontend replicas', () => {
 
     const bobPage = await eventually(
       () => dashboard(signedInBob),
-      (p) => /^2 requests/.test(summaryOf(p, bob.share)),
+      (p) => /^3 requests/.test(summaryOf(p, bob.share)),
       "bob's traffic",
     );
     expect(bobPage).not.toContain(alice.envZId);
-  });
+  }, 90_000);
 
   it('shows the figures live in Chromium without console errors', async () => {
     const context = browser.context;
@@ -235,10 +319,11 @@ describe('console of svc controller with two frontend replicas', () => {
     ]);
     expect(await page.textContent(`[data-env="${alice.envZId}"]`)).toBe('online');
     const summary = page.locator(`[data-summary="${alice.share}"]`);
-    expect(await summary.textContent()).toMatch(/^3 requests/);
-    expect((await visit(a, alice.share, '/live')).status).toBe(200);
-    // Reported by A within 5 s, pushed by the console's event stream within 5 s more: no reload.
-    await expect.poll(() => summary.textContent(), { timeout: 30_000 }).toMatch(/^4 requests/);
+    expect(await summary.textContent()).toMatch(/^5 requests/);
+    expect((await visit(b, alice.share, '/live')).status).toBe(200);
+    // Forwarded by B, counted and reported by A within 5 s, pushed by the console's event stream
+    // within 5 s more: no reload.
+    await expect.poll(() => summary.textContent(), { timeout: 30_000 }).toMatch(/^6 requests/);
     expect(await page.locator(`[data-chart="${alice.share}"] svg rect.err`).count()).toBe(0);
     expect(await page.textContent('main')).not.toContain(bob.envZId);
     await page.close();
@@ -268,14 +353,7 @@ describe('console of svc controller with two frontend replicas', () => {
 
   it('refuses a report for a tunnel the replica does not hold, and bad reports, changing nothing', async () => {
     // A real ticket: alice's environment token presented to /frontend/authenticate, as a replica does.
-    const environmentToken = readEnvironment(alice.dir)?.environmentToken ?? '';
-    const auth = await get(controller.port, apiHost(), '/api/v1/frontend/authenticate', {
-      method: 'POST',
-      headers: { 'x-frontend-token': CREDENTIAL, 'content-type': MEDIA_TYPE },
-      body: JSON.stringify({ environmentToken }),
-    });
-    expect(auth.status, auth.body).toBe(200);
-    const { ticket } = JSON.parse(auth.body) as { ticket: string };
+    const { environmentToken, ticket } = await ticketOf(alice);
     const minute = Math.floor(Date.now() / 60_000) * 60_000;
     const forged = {
       replica: 'intruder',
@@ -303,10 +381,40 @@ describe('console of svc controller with two frontend replicas', () => {
     // Nothing changed: bob's figures, presence and the replicas as before; the real replicas still report.
     await new Promise((resolve) => setTimeout(resolve, 6_000));
     const bobPage = await dashboard(signedInBob);
-    expect(summaryOf(bobPage, bob.share)).toMatch(/^2 requests, [\d.]+ (B|KB), 0 errors/);
+    expect(summaryOf(bobPage, bob.share)).toMatch(/^3 requests, [\d.]+ (B|KB), 0 errors/);
     expect(bobPage).toMatch(new RegExp(`data-env="${bob.envZId}"\\s*>online<`));
     expect(controller.process.output()).not.toContain(CREDENTIAL);
     expect(controller.process.output()).not.toContain(environmentToken);
+  });
+
+  it('puts no traffic on a share of an environment the replica does not hold, by report or by peer stream', async () => {
+    // The replicas' credential and bob's real ticket prove bob's tunnel only: traffic for alice's
+    // share in the same report is ignored (and the run leaves again, so bob's presence is B's alone).
+    const { ticket } = await ticketOf(bob);
+    const minute = Math.floor(Date.now() / 60_000) * 60_000;
+    const claim = {
+      replica: 'intruder',
+      run: 'r2',
+      seq: 0,
+      environments: [{ envZId: bob.envZId, ticket, tunnels: 1 }],
+      traffic: [{ token: alice.share, minute, requests: 1000, bytesIn: 0, bytesOut: 0, errors: 1000 }],
+    };
+    const taken = await report(claim);
+    expect([taken.status, JSON.parse(taken.body)]).toEqual([200, { traffic: 0, ignored: 1 }]);
+    const left = await report({ ...claim, seq: 1, environments: [], traffic: [], leaving: true });
+    expect(left.status, left.body).toBe(200);
+
+    // The same credential on B's peer listener: a stream into bob's tunnel (B holds it) naming alice's
+    // share is forwarded (bob's agent answers it, not alice's backend) and counted for no share.
+    const answer = await peerStream(b.peerPort, bob.envZId, `${alice.share}.${DOMAIN}:${b.port}`);
+    expect(answer.status).not.toBe(200);
+    expect(answer.status).toBeLessThan(500);
+
+    // Two reports of each replica later, alice's and bob's figures are as before.
+    await new Promise((resolve) => setTimeout(resolve, 11_000));
+    const alicePage = await dashboard(await signIn(alice.accountToken));
+    expect(summaryOf(alicePage, alice.share)).toMatch(/^6 requests, [\d.]+ (B|KB), 0 errors/);
+    expect(summaryOf(await dashboard(signedInBob), bob.share)).toMatch(/^3 requests, [\d.]+ (B|KB), 0 errors/);
   });
 
   it('shows the replicas again after a controller restart (their tunnels re-authenticated for new tickets)', async () => {
