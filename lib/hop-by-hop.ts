@@ -1,7 +1,7 @@
 /**
  * The hop-by-hop rule (RFC 9110 §7.6.1), one for every path that relays HTTP/1.1 messages: the
  * frontend's Node path (lib/http-pipe.ts, lib/upgrade-pipe.ts), its fast path
- * (sidecar/fast-path/response-framer.ts), the request headers it prepares for every path
+ * (lib/fast-upstream/response-framer.ts), the request headers it prepares for every path
  * (sidecar/proxy.ts) and the tunnel (lib/tunnel/protocol.ts). A relay removes the headers that
  * belong to one connection, and every header the sender names in its own `Connection` header:
  * `Connection: x-cache-key` from a backend, or from a visitor, never reaches the other side with

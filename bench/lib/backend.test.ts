@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ResponseFramer } from '../../sidecar/fast-path/response-framer.ts';
+import { ResponseFramer } from '../../lib/fast-upstream/response-framer.ts';
 import { startBackend, type BackendKind } from './backend.ts';
 import { fixedBody } from './fixed-backend.ts';
 import { stopAll } from './processes.ts';

@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { getPriority, setPriority } from 'node:os';
-import { BackendProtocolError, ResponseFramer } from '../../sidecar/fast-path/response-framer.ts';
+import { BackendProtocolError, ResponseFramer } from '../../lib/fast-upstream/response-framer.ts';
 
 /** Latency at a fixed arrival rate (open loop): requests leave on schedule, whatever the replies do. */
 export interface FixedRateOptions {

@@ -2,13 +2,7 @@ import type { Socket } from 'node:net';
 import type { ShareCookies } from '../../lib/backend-cookies.ts';
 import type { ExchangeRecorder } from '../../lib/exchange-observer.ts';
 import { errorText } from '../../lib/errors.ts';
-import {
-  isHopByHopRequestHeader,
-  joinPath,
-  upstreamHost,
-  upstreamPort,
-  type BackendHeaders,
-} from '../../lib/http-pipe.ts';
+import { isHopByHopRequestHeader, joinPath, type BackendHeaders } from '../../lib/http-pipe.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { TunnelStreams } from '../../lib/tunnel/stream-target.ts';
 import type { FrontendLimits } from '../connections.ts';
@@ -17,9 +11,11 @@ import { BACKEND_PAGES, rawPage, type Page } from '../pages.ts';
 import { rejectUpgrade } from '../share-handler.ts';
 import { startRecording, type FastRecording } from './recording.ts';
 import { MAX_REQUEST_HEAD_BYTES, parseRequestHead, type FastRequest } from './request-head.ts';
-import { BackendProtocolError, ResponseFramer } from './response-framer.ts';
+import { INVALID_HEADER_VALUE } from '../../lib/fast-upstream/head-text.ts';
+import { BackendProtocolError, ResponseFramer } from '../../lib/fast-upstream/response-framer.ts';
 import { TunnelExchange, type TunnelExchangeOwner } from './tunnel-exchange.ts';
-import { UpstreamPool, type Upstream, type UpstreamUser } from './upstream-pool.ts';
+import { targetParts } from '../../lib/fast-upstream/target-parts.ts';
+import { UpstreamPool, type Upstream, type UpstreamUser } from '../../lib/fast-upstream/upstream-pool.ts';
 
 /**
  * The frontend's fast path (docs/design.md, "The fast path"): the common request of a share — a
@@ -52,9 +48,6 @@ export interface FastPathOptions {
 }
 
 const CRLF2 = Buffer.from('\r\n\r\n');
-
-/** What Node's HTTP client refuses in a header value (`checkInvalidHeaderChar`). */
-const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
 export class FastPath {
   private readonly pool = new UpstreamPool();
@@ -516,34 +509,4 @@ function requestHead(request: FastRequest, url: URL, headers: BackendHeaders): s
     head += `${name}: ${value}\r\n`;
   }
   return `${head}\r\n`;
-}
-
-/** What the fast path reads of a share's target on every request. */
-interface TargetParts {
-  /** For the Host header and the request line. */
-  readonly host: string;
-  readonly pathname: string;
-  /** Where to connect, and the pool's name for it. */
-  readonly upstreamHost: string;
-  readonly upstreamPort: number;
-  readonly poolKey: string;
-}
-
-/** Each target's parts, read once: a URL's getters build new strings on every call. */
-const TARGET_PARTS = new WeakMap<URL, TargetParts>();
-function targetParts(target: URL): TargetParts {
-  let parts = TARGET_PARTS.get(target);
-  if (!parts) {
-    const host = upstreamHost(target);
-    const port = upstreamPort(target);
-    parts = {
-      host: target.host,
-      pathname: target.pathname,
-      upstreamHost: host,
-      upstreamPort: port,
-      poolKey: `${host}:${port}`,
-    };
-    TARGET_PARTS.set(target, parts);
-  }
-  return parts;
 }

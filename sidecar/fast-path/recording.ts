@@ -1,9 +1,9 @@
 import type { ExchangeObserver, ExchangeRecorder } from '../../lib/exchange-observer.ts';
 import { webRequestHeaders, type BackendHeaders } from '../../lib/http-pipe.ts';
-import { matchesAt, trimOws } from './head-text.ts';
+import { rawHeaders } from '../../lib/fast-upstream/raw-headers.ts';
+import type { FramerTap } from '../../lib/fast-upstream/response-framer.ts';
 import type { FastRoute } from './fast-path.ts';
 import type { FastRequest } from './request-head.ts';
-import type { FramerTap } from './response-framer.ts';
 
 /**
  * A share's request recorded on the fast path (the agent's request inspector): the recorder is
@@ -42,24 +42,4 @@ export function startRecording(request: FastRequest, route: FastRoute): FastReco
   // A tunnelled share (no URL) is recorded by its agent.
   if (!route.recorder || !(route.target instanceof URL)) return undefined;
   return new FastRecording(route.recorder, request, route.target.host, route.headers);
-}
-
-const STATUS_LINE_END = /[^\r\n]*(?:\r\n|$)/y;
-const HEADER_LINE = /[^:\r\n]+:[^\r\n]*(?:\r\n|$)/y;
-
-/**
- * A response head's header lines (the framer has checked their syntax) as Node's `rawHeaders`
- * gives them: `[name, value, …]`, names as sent, values without surrounding whitespace.
- */
-export function rawHeaders(text: string): string[] {
-  const out: string[] = [];
-  if (!matchesAt(STATUS_LINE_END, text, 0)) return out;
-  let at = STATUS_LINE_END.lastIndex;
-  while (at < text.length && matchesAt(HEADER_LINE, text, at)) {
-    const colon = text.indexOf(':', at);
-    const next = HEADER_LINE.lastIndex;
-    out.push(text.slice(at, colon), trimOws(text, colon + 1, text.charCodeAt(next - 1) === 10 ? next - 2 : next));
-    at = next;
-  }
-  return out;
 }

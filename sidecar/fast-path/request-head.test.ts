@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { trimOws } from './head-text.ts';
+import { trimOws } from '../../lib/fast-upstream/head-text.ts';
 import { MAX_REQUEST_HEAD_BYTES, parseRequestHead } from './request-head.ts';
 
 const SOCKET = { remoteAddress: '10.0.0.1' };

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { matchesAt, trimOws } from './head-text.ts';
+import { matchesAt, trimOws } from '../../lib/fast-upstream/head-text.ts';
 
 /**
  * The requests the fast path takes itself: a GET or HEAD in HTTP/1.1 with an origin-form target,

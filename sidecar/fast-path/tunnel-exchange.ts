@@ -2,6 +2,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import type { ClientHttp2Stream, Http2Session, IncomingHttpHeaders } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { ShareCookies } from '../../lib/backend-cookies.ts';
+import { headerLines } from '../../lib/fast-upstream/head-text.ts';
 import { addBackendHeaders, type BackendHeaders } from '../../lib/http-pipe.ts';
 import { STATUS_CODES } from '../../lib/node-http.ts';
 import { openStream, withCookies } from '../../lib/tunnel/forward.ts';
@@ -29,8 +30,6 @@ export interface TunnelledRequest {
   readonly keepAliveSeconds: number;
 }
 
-/** What Node's HTTP server refuses in a header value (`checkInvalidHeaderChar`). */
-const INVALID_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 const CHUNK_END = '\r\n';
 const LAST_CHUNK = '0\r\n\r\n';
 const noop = (): void => undefined;
@@ -238,16 +237,9 @@ function responseHead(
   chunked: boolean,
   keepAliveSeconds: number,
 ): string | undefined {
-  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'unknown'}\r\n`;
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined) continue;
-    const values = Array.isArray(value) ? value : [String(value)];
-    for (const each of values) {
-      if (INVALID_HEADER_VALUE.test(each)) return undefined;
-      head += `${name}: ${each}\r\n`;
-    }
-  }
+  const lines = headerLines(headers);
+  if (lines === undefined) return undefined;
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'unknown'}\r\n${lines}`;
   if (headers.date === undefined) head += `Date: ${utcDate()}\r\n`;
   head += `Connection: keep-alive\r\nKeep-Alive: timeout=${keepAliveSeconds}\r\n`;
   if (chunked) head += 'Transfer-Encoding: chunked\r\n';

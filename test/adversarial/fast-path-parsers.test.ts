@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { Agent, request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRequestHead } from '../../sidecar/fast-path/request-head.ts';
-import { BackendProtocolError, ResponseFramer } from '../../sidecar/fast-path/response-framer.ts';
+import { BackendProtocolError, ResponseFramer } from '../../lib/fast-upstream/response-framer.ts';
 import { suiteFigures, type AttackTally } from '../support/figures.ts';
 import { startTestFrontend, UNREACHABLE_IDP1, type TestFrontend } from '../support/frontend.ts';
 import { requestHeads, responses, type Generated, type GeneratedResponse } from '../support/http-mutations.ts';

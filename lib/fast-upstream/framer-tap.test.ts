@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { rawHeaders } from './recording.ts';
+import { rawHeaders } from './raw-headers.ts';
 import { ResponseFramer } from './response-framer.ts';
 
 /** What a framer's tap is told of a response fed in reads of `size` bytes. */

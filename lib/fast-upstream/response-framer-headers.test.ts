@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BackendCookies } from '../../lib/backend-cookies.ts';
+import { BackendCookies } from '../backend-cookies.ts';
 import { ResponseFramer } from './response-framer.ts';
 
 const cookies = new BackendCookies('svc-auth-session', 'svc.example').forShare('app');

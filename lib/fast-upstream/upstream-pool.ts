@@ -23,8 +23,8 @@ const MAX_IDLE_PER_BACKEND = 64;
 const MAX_OPEN_PER_BACKEND = 256;
 
 /**
- * Kept-alive plain-TCP connections to the share backends (the fast path serves `http://` targets
- * only). The most recently used connection is handed out first, so that under light load one warm
+ * Kept-alive plain-TCP connections to the share backends (the fast paths of the frontend and of the
+ * agent's tunnel serve `http://` targets only). The most recently used connection is handed out first, so that under light load one warm
  * connection carries the requests. A connection that speaks or closes while idle is dropped.
  */
 export class UpstreamPool {
@@ -41,6 +41,7 @@ export class UpstreamPool {
     const upstream = fresh ? undefined : this.idle.get(key)?.pop();
     if (upstream) {
       upstream.reused = true;
+      upstream.socket.ref();
       return upstream;
     }
     const open = this.open.get(key) ?? 0;
@@ -59,6 +60,8 @@ export class UpstreamPool {
     }
     // Paused when its last visitor read slowly: an idle connection must flow to notice its close.
     upstream.socket.resume();
+    // An idle connection does not keep the process alive, as with Node's agent.
+    upstream.socket.unref();
     idle.push(upstream);
     this.idle.set(upstream.key, idle);
   }

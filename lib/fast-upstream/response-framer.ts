@@ -1,6 +1,6 @@
-import { MAX_RESPONSE_HEAD_BYTES } from '../../lib/http-limits.ts';
-import type { ShareCookies } from '../../lib/backend-cookies.ts';
-import { connectionListed, HOP_BY_HOP as HOP_BY_HOP_HEADERS } from '../../lib/hop-by-hop.ts';
+import { MAX_RESPONSE_HEAD_BYTES } from '../http-limits.ts';
+import type { ShareCookies } from '../backend-cookies.ts';
+import { connectionListed, HOP_BY_HOP as HOP_BY_HOP_HEADERS } from '../hop-by-hop.ts';
 import { matchesAt, trimOws } from './head-text.ts';
 
 /**
