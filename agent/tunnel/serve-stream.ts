@@ -7,6 +7,7 @@ import { Agent, request as httpRequest } from '../../lib/node-http.ts';
 import type { TcpTarget } from '../../lib/share/tcp-target.ts';
 import { ROUTE_HEADER, TCP_PROTOCOL, shareTokenOf, tunnelHeaders } from '../../lib/tunnel/protocol.ts';
 import { relayBody, relayHead, resetStream } from '../../lib/tunnel/relay.ts';
+import { serveFromPool } from './backend-exchange.ts';
 import { serveTcpStream } from './serve-tcp.ts';
 
 /** A share as the tunnel serves it: where its backend answers, and who may reach it. */
@@ -32,12 +33,15 @@ const agents = {
  * an extended CONNECT (`:protocol: websocket`) becomes an HTTP/1.1 upgrade to the backend. Bodies
  * are piped both ways under the stream's flow control. A public share is served on `public` streams,
  * a private one only on `access` streams, whose identity look-alikes are removed here too. A TCP
- * share's streams are TCP connections to its target (serve-tcp.ts).
+ * share's streams are TCP connections to its target (serve-tcp.ts). A bodiless request to an
+ * `http://` backend goes on a pooled connection without `node:http` (backend-exchange.ts), unless
+ * `fastPath` is false (a differential test compares the two).
  */
 export function serveStream(
   stream: ServerHttp2Stream,
   headers: Http2Headers,
   resolve: (token: string) => TunnelledShare | undefined,
+  fastPath = true,
 ): void {
   stream.on('error', () => undefined);
   const token = shareTokenOf(headers[':authority']);
@@ -53,6 +57,13 @@ export function serveStream(
   if (websocket && headers[':protocol'] !== 'websocket') return answer(stream, 501, '501: only websockets\n');
   const out: OutgoingHttpHeaders = { ...tunnelHeaders(headers), host: target.host };
   if (route === 'access') stripIdentityHeaders(out as IncomingHttpHeaders);
+  const path = joinPath(target.pathname, headers[':path'] ?? '/');
+  const record = (): ExchangeObserver | undefined =>
+    share.recorder?.(method(headers), headers[':path'] ?? '/', flat(out));
+  // A request without a body (its HEADERS frame ended the stream) to a plain-HTTP backend takes the
+  // pooled fast path (backend-exchange.ts) unless it is one only `node:http` sends.
+  const pooled = !websocket && stream.endAfterHeaders && target.protocol === 'http:' && fastPath;
+  if (pooled && serveFromPool(stream, { method: method(headers), path, headers: out, target }, record)) return;
   if (websocket) Object.assign(out, { connection: 'Upgrade', upgrade: 'websocket' });
   const secure = target.protocol === 'https:';
   const request = (secure ? https.request : httpRequest)({
@@ -60,13 +71,13 @@ export function serveStream(
     hostname: target.hostname,
     port: target.port,
     method: websocket ? 'GET' : method(headers),
-    path: joinPath(target.pathname, headers[':path'] ?? '/'),
+    path,
     headers: out,
     // An upgraded socket leaves the pool; keep-alive only for ordinary requests.
     agent: websocket ? false : secure ? agents.https : agents.http,
   });
   let settled = false;
-  const observer = websocket ? undefined : share.recorder?.(method(headers), headers[':path'] ?? '/', flat(out));
+  const observer = websocket ? undefined : record();
   request.on('response', (res) => {
     if (stream.closed) return void res.destroy();
     if (observer) observeResponse(observer, res);

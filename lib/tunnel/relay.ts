@@ -74,13 +74,13 @@ export function declaredLength(value: string | string[] | number | undefined): n
  * a share backend): any of them may be hostile or broken. Node's `respond` throws on a status
  * outside 200–599 and on header values it refuses, and a throw inside an event handler ends the
  * process, with every other account's tunnels in it; such a head is not relayed. False when it was
- * not: the caller answers its own failure.
+ * not: the caller answers its own failure. `endStream`: the response has no body.
  */
-export function relayHead(stream: ServerHttp2Stream, headers: OutgoingHttpHeaders): boolean {
+export function relayHead(stream: ServerHttp2Stream, headers: OutgoingHttpHeaders, endStream = false): boolean {
   const status = Number(headers[':status']);
   if (!Number.isInteger(status) || status < 200 || status > 599) return false;
   try {
-    stream.respond({ ...headers, ':status': status });
+    stream.respond({ ...headers, ':status': status }, { endStream });
     return true;
   } catch {
     return false;
