@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runFixedRate, type FixedRateResult } from './fixed-rate.ts';
@@ -131,6 +131,42 @@ describe('runFixedRate', () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
     const result = await runFixedRate({ url, rate: 100, durationSeconds: 1, warmupSeconds: 0, connections: 2 });
     expect(result).toMatchObject({ sent: 100, completed: 100, non2xx: 0, errors: 0 });
+  });
+
+  it('closes every connection when the run ends, replacements still waiting for a reply included', async () => {
+    // Each connection's first request is answered with a close; the replacements are never answered,
+    // so the run ends on its reply deadline with requests outstanding on connections opened mid-run.
+    const open = new Set<Socket>();
+    let answered = 0;
+    const server = createTcpServer((socket) => {
+      open.add(socket);
+      socket.on('close', () => open.delete(socket));
+      socket.on('error', () => undefined);
+      socket.once('data', () => {
+        if (answered >= 2) return;
+        answered += 1;
+        socket.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok');
+      });
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const result = await runFixedRate({
+      url,
+      rate: 20,
+      durationSeconds: 1,
+      warmupSeconds: 0,
+      connections: 2,
+      replyTimeoutMs: 500,
+    });
+    expect(result.completed).toBe(2);
+    expect(result.errorKinds).toContain('no reply within 0.5 s');
+    try {
+      // Closed by the generator, not by the server: a socket left open keeps a generator process alive.
+      await expect.poll(() => open.size, { timeout: 5_000 }).toBe(0);
+    } finally {
+      for (const socket of open) socket.destroy();
+    }
   });
 
   it('refuses a target it cannot speak to', async () => {

@@ -23,6 +23,8 @@ export interface FixedRateOptions {
    * schedule better, with fewer stalls (docs/benchmarks-history.md, "Fewer objects per request"). Absent: left as it is.
    */
   readonly priority?: number;
+  /** How long a request may go unanswered before it counts as an error (default 30 s). */
+  readonly replyTimeoutMs?: number;
 }
 
 export interface FixedRateResult {
@@ -61,8 +63,10 @@ const REPLY_TIMEOUT_MS = 30_000;
  * The longest a run can last once connected: its warm-up and timed sends, then the wait for the
  * last replies. A proxy that falls behind the rate is answering its queue for all of that wait.
  */
-export function longestRunMs(options: Pick<FixedRateOptions, 'durationSeconds' | 'warmupSeconds'>): number {
-  return ((options.warmupSeconds ?? 1) + options.durationSeconds) * 1000 + REPLY_TIMEOUT_MS;
+export function longestRunMs(
+  options: Pick<FixedRateOptions, 'durationSeconds' | 'warmupSeconds' | 'replyTimeoutMs'>,
+): number {
+  return ((options.warmupSeconds ?? 1) + options.durationSeconds) * 1000 + (options.replyTimeoutMs ?? REPLY_TIMEOUT_MS);
 }
 
 /** One keep-alive connection and the request it carries, if any. */
@@ -127,9 +131,13 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
   const waiting: number[] = [];
   let waitingHead = 0;
   const idle: Connection[] = [];
+  /** Every connection not yet closed, busy or idle: all are destroyed when the run ends. */
+  const live = new Set<Connection>();
   let opened = 0;
   let start = 0;
   let finish: () => void = () => undefined;
+  /** Set when the run ends: the connections then closing must not send what was still waiting. */
+  let over = false;
 
   const settled = (): number => replies + errors;
   const fail = (kind: string): void => {
@@ -149,6 +157,7 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
   let longestStallMs = 0;
   /** Sends every request that is due, on idle connections; the rest wait for one. */
   const pump = (): void => {
+    if (over) return;
     const now = performance.now();
     const gap = now - lastPump;
     if (dispatched >= untimed && sent < total && lastPump > 0 && gap > STALL_MS) {
@@ -255,8 +264,10 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
       },
     });
     const conn: Connection = { socket, request: undefined, open: true };
+    live.add(conn);
     socket.on('error', (err: NodeJS.ErrnoException) => lost(conn, err.code ?? err.message));
     socket.on('close', () => {
+      live.delete(conn);
       // The end of a close-delimited body (the framer marks it as closing, so it is not reused).
       if (conn.request?.framer.end() === true) {
         onReply(conn, Buffer.alloc(0));
@@ -287,16 +298,19 @@ export async function runFixedRate(options: FixedRateOptions): Promise<FixedRate
     if (sent === total) clearInterval(ticker);
   }, 1);
   pump();
-  const deadline = setTimeout(finish, (total / options.rate) * 1000 + REPLY_TIMEOUT_MS);
+  const replyTimeoutMs = options.replyTimeoutMs ?? REPLY_TIMEOUT_MS;
+  const deadline = setTimeout(finish, (total / options.rate) * 1000 + replyTimeoutMs);
   await done;
+  over = true;
   clearInterval(ticker);
   clearTimeout(deadline);
   const unanswered = total - settled();
   if (unanswered > 0) {
     errors += unanswered;
-    errorKinds.add(`no reply within ${REPLY_TIMEOUT_MS / 1000} s`);
+    errorKinds.add(`no reply within ${replyTimeoutMs / 1000} s`);
   }
-  for (const conn of [...idle, ...warm]) conn.socket.destroy();
+  // Busy ones too: a socket left open would keep this process (a `startModule` child) alive.
+  for (const conn of live) conn.socket.destroy();
 
   const sorted = latencies.subarray(0, completed).sort();
   const pct = (p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
