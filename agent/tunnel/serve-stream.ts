@@ -64,13 +64,26 @@ export function serveStream(
   // pooled fast path (backend-exchange.ts) unless it is one only `node:http` sends.
   const pooled = !websocket && stream.endAfterHeaders && target.protocol === 'http:' && fastPath;
   if (pooled && serveFromPool(stream, { method: method(headers), path, headers: out, target }, record)) return;
+  sendThroughNodeHttp(stream, { method: method(headers), path, headers: out, target, websocket }, record);
+}
+
+/**
+ * Sends a stream's request to the backend through `node:http`: bodies, `https://` targets,
+ * websocket upgrades and what the pooled path leaves (backend-exchange.ts).
+ */
+function sendThroughNodeHttp(
+  stream: ServerHttp2Stream,
+  job: { method: string; path: string; headers: OutgoingHttpHeaders; target: URL; websocket: boolean },
+  record: () => ExchangeObserver | undefined,
+): void {
+  const { path, target, websocket, headers: out } = job;
   if (websocket) Object.assign(out, { connection: 'Upgrade', upgrade: 'websocket' });
   const secure = target.protocol === 'https:';
   const request = (secure ? https.request : httpRequest)({
     protocol: target.protocol,
     hostname: target.hostname,
     port: target.port,
-    method: websocket ? 'GET' : method(headers),
+    method: websocket ? 'GET' : job.method,
     path,
     headers: out,
     // An upgraded socket leaves the pool; keep-alive only for ordinary requests.
