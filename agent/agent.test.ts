@@ -7,6 +7,8 @@ import { createLogger } from '../lib/logger.ts';
 import { API_SHARE_FIELDS } from '../lib/share/surfaces.ts';
 import { Agent } from './agent.ts';
 import { FileStore, type StateWriter } from './file-store.ts';
+import { API_REQUEST_FIELDS } from './requests.ts';
+import type { SharePublisher } from './tunnel/publisher.ts';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -46,6 +48,53 @@ describe('Agent shares and the store', () => {
     await expect(agent.share(publicProxy, API_SHARE_FIELDS)).rejects.toMatchObject({ code: 'store_write_failed' });
     expect(agent.status().shares ?? []).toEqual([]);
     expect(await new FileStore(dir).listShares()).toEqual([]);
+    await agent.close();
+  });
+});
+
+describe('Agent and the installation its tunnel service is reaching', () => {
+  /** The installation's registry as the agent sees it: it records what was published. */
+  function installation(): SharePublisher & { published: string[] } {
+    const published: string[] = [];
+    return {
+      published,
+      providerNames: [],
+      frontendEndpoints: (record) => [`https://${record.token}.share.example.com`],
+      publish: (record) => {
+        published.push(record.token);
+        return Promise.resolve();
+      },
+      withdraw: () => Promise.resolve(),
+      sync: () => Promise.resolve([]),
+      lookupPrivate: () => Promise.reject(new Error('not used')),
+    };
+  }
+
+  it('holds a share made right after svc enable until the installation is reached, and publishes it there', async () => {
+    const { agent } = await agentWith(writeFileAtomicAsync);
+    agent.expectPublisher();
+    const made = agent.share(publicProxy, API_SHARE_FIELDS);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const registry = installation();
+    await agent.usePublisher(registry);
+    const entry = await made;
+    expect(registry.published).toEqual([entry.token]);
+    expect(entry.frontendEndpoints).toEqual([`https://${entry.token}.share.example.com`]);
+    await agent.close();
+  });
+
+  it("answers an access to another machine's share, while the installation cannot be reached, with why", async () => {
+    const { agent } = await agentWith(writeFileAtomicAsync);
+    agent.expectPublisher();
+    agent.publisherDelayed();
+    await expect(agent.access('k3v9q2xw7mfa', undefined, API_REQUEST_FIELDS)).rejects.toMatchObject({
+      code: 'installation_not_connected',
+      status: 503,
+    });
+    await agent.usePublisher(undefined);
+    await expect(agent.access('k3v9q2xw7mfa', undefined, API_REQUEST_FIELDS)).rejects.toMatchObject({
+      code: 'unknown_share',
+    });
     await agent.close();
   });
 });

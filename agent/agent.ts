@@ -11,7 +11,13 @@ import { formatAddress, parseListenAddress, type ListenAddress } from '../lib/li
 import { proxyBackend } from './backends/proxy.ts';
 import { webBackend } from './backends/web.ts';
 import { httpHealthCheck, type HealthCheckResult } from './healthcheck.ts';
-import { healthCheckUnsupported, notPrivate, unknownAccess, unknownShare } from './refusals.ts';
+import {
+  healthCheckUnsupported,
+  installationNotConnected,
+  notPrivate,
+  unknownAccess,
+  unknownShare,
+} from './refusals.ts';
 import {
   API_REQUEST_FIELDS,
   validateBindAddress,
@@ -108,6 +114,9 @@ interface LiveAccess {
   readonly listener?: RunningListener;
 }
 
+/** How long a share or access waits for the installation the tunnel service is connecting to. */
+const PUBLISHER_WAIT_MS = 15_000;
+
 /**
  * The agent: holds the shares and accesses of this machine, runs their backends (a local listener
  * per `web` share and per access), exposes the public ones to the frontend as a ShareSource, and runs
@@ -123,6 +132,10 @@ export class Agent {
   /** Set while the environment publishes through an installation (agent/tunnel/service.ts). */
   private publisher: SharePublisher | undefined;
   private accessTarget: (() => StreamTarget | undefined) | undefined;
+  /** Set from `expectPublisher` until `usePublisher` is called: the tunnel service is connecting. */
+  private publisherPending: { readonly arrived: Promise<void>; arrive(): void } | undefined;
+  /** True from `expectPublisher` until `usePublisher`, also after a failed first attempt. */
+  private connecting = false;
   private readonly changeListeners = new Set<() => void>();
 
   constructor(options: AgentOptions) {
@@ -184,11 +197,47 @@ export class Agent {
     return this.serialized(async () => {
       this.publisher = publisher;
       this.accessTarget = accessTarget;
+      this.publisherPending?.arrive();
+      this.publisherPending = undefined;
+      this.connecting = false;
       this.changed();
       if (!publisher) return;
       const refused = await publisher.sync([...this.shares.values()].map((s) => s.record));
       if (refused.length > 0) this.options.logger.error({ refused }, 'shares not published by the installation');
     });
+  }
+
+  /**
+   * The environment was just enabled and the tunnel service is reaching its installation (until it
+   * calls `usePublisher`, or `publisherDelayed` when its first attempt failed). A share or access
+   * made meanwhile waits for it, `PUBLISHER_WAIT_MS` at most: otherwise the first command after `svc enable` would answer as if this machine had no
+   * installation (a share with this machine's URL, an access that finds no share of the account).
+   */
+  expectPublisher(): void {
+    this.connecting = true;
+    if (this.publisherPending) return;
+    let arrive = (): void => undefined;
+    const arrived = new Promise<void>((resolve) => (arrive = resolve));
+    this.publisherPending = { arrived, arrive };
+  }
+
+  /**
+   * The tunnel service's first attempt failed (it keeps retrying): commands stop waiting for it, and
+   * an access to another machine's share says this machine is not connected yet.
+   */
+  publisherDelayed(): void {
+    this.publisherPending?.arrive();
+    this.publisherPending = undefined;
+  }
+
+  /** Waits, bounded, for a publisher the tunnel service is connecting (see `expectPublisher`). */
+  private async publisherSettled(): Promise<void> {
+    const pending = this.publisherPending;
+    if (!pending) return;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, PUBLISHER_WAIT_MS)));
+    await Promise.race([pending.arrived, late]);
+    clearTimeout(timer);
   }
 
   /** A share as the tunnel serves it (public and private alike); undefined for an unknown token. */
@@ -211,6 +260,7 @@ export class Agent {
    * groups them) instead of queueing behind each other's fsync. Reported done once written.
    */
   async share(body: ShareRequest, names: ShareFieldNames): Promise<ShareEntry> {
+    await this.publisherSettled();
     let stored: Promise<void> = Promise.resolve();
     const live = await this.serialized(async () => {
       const providers = this.publisher?.providerNames ?? this.options.providerNames;
@@ -273,10 +323,12 @@ export class Agent {
    * Creates a private access: a listener at `bind` (default 127.0.0.1 on a free port) forwarding to
    * the share. `names` are the field names of the surface that asked (for its error messages).
    */
-  access(shareToken: string, bind: string | undefined, names: RequestFieldNames): Promise<AccessEntry> {
+  async access(shareToken: string, bind: string | undefined, names: RequestFieldNames): Promise<AccessEntry> {
+    if (!this.shares.has(shareToken)) await this.publisherSettled();
     return this.serialized(async () => {
       const share = this.shares.get(shareToken);
       if (!share && this.publisher) return this.remoteAccess(shareToken, bind, names);
+      if (!share && this.connecting) throw installationNotConnected();
       if (!share) throw unknownShare(shareToken);
       if (share.record.shareMode !== 'private') throw notPrivate(shareToken, this.frontendEndpoints(share.record));
       const address = valueOrThrow(validateBindAddress(bind ?? '127.0.0.1:0', names), 'invalid_bind', 'invalid access');

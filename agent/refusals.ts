@@ -1,5 +1,4 @@
-import type { SvcError } from '../lib/errors.ts';
-import { badInput, notFound } from '../lib/errors.ts';
+import { SvcError, badInput, notFound } from '../lib/errors.ts';
 
 /**
  * The refusals both executors answer with, written once so that the single-machine agent and the
@@ -8,6 +7,15 @@ import { badInput, notFound } from '../lib/errors.ts';
 
 export function unknownShare(token: string): SvcError {
   return notFound(`unknown share token ${JSON.stringify(token)}`, 'unknown_share');
+}
+
+/** An access to another machine's share asked for before this machine reached its installation. */
+export function installationNotConnected(): SvcError {
+  return new SvcError(
+    'installation_not_connected',
+    'this machine is not connected to its installation yet (svc serve keeps retrying): try again once its log says it publishes through the installation',
+    { status: 503 },
+  );
 }
 
 export function unknownAccess(token: string): SvcError {

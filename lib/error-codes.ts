@@ -27,6 +27,7 @@ export const AGENT_ERRORS = {
   already_running: 409,
   agent_error: 500,
   internal: 500,
+  installation_not_connected: 503,
   share_not_ready: 504,
   access_not_ready: 504,
 } as const;

@@ -75,7 +75,10 @@ class TunnelService {
     if (this.current && this.current.token === token) return;
     await this.stop();
     // Not awaited: the first connection may take retries; a later change of the file stops it.
-    if (env && token) void this.begin(env, token);
+    if (env && token) {
+      this.agent.expectPublisher();
+      void this.begin(env, token);
+    }
   }
 
   async stop(): Promise<void> {
@@ -97,6 +100,7 @@ class TunnelService {
         await this.connect(env, state);
         return;
       } catch (err) {
+        if (failures === 1) this.agent.publisherDelayed();
         const delay = backoffDelay({ baseMs: 1000, maxMs: 30_000 }, failures);
         this.logger.warn({ err: errorText(err), delayMs: delay }, 'tunnel: cannot reach the controller; retrying');
         await sleep(delay);
@@ -113,6 +117,7 @@ class TunnelService {
         { controller: env.apiEndpoint },
         'tunnel: the controller offers no tunnel; shares stay on this machine',
       );
+      await this.agent.usePublisher(undefined);
       return;
     }
     if (state.stopped) return;
