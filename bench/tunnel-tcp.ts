@@ -18,8 +18,11 @@
  * docs/benchmarks/tunnel-tcp.md.
  *
  *   npm run bench:tunnel-tcp -- [--mib 100] [--rounds 3] [--connections 200] [--cpu-prof DIR]
+ *                               [--node-flags '<flags>']
  *
  * `--cpu-prof DIR` writes a V8 CPU profile of every svc process and floor hop into DIR.
+ * `--node-flags` adds Node flags to the svc processes (not the floors), e.g.
+ * `--heap-growing-percent=0` for V8's own heap sizing instead of bin/node-flags.js's.
  */
 import { createServer, connect, type AddressInfo, type Server } from 'node:net';
 import { loadavg } from 'node:os';
@@ -252,6 +255,7 @@ async function main(): Promise<void> {
       rounds: { type: 'string' },
       connections: { type: 'string' },
       'cpu-prof': { type: 'string' },
+      'node-flags': { type: 'string', default: '' },
     },
   });
   const mib = intArg('mib', values.mib ?? '100', 1, 4096);
@@ -264,7 +268,8 @@ async function main(): Promise<void> {
   const dir = scratchDir('svc-bench-tunnel-tcp-');
   const servers = await startServers(mib);
   try {
-    const { accessPorts, pids } = await startTunnel(dir, servers.ports, nodeFlags);
+    const svcFlags = [...values['node-flags'].split(/\s+/).filter(Boolean), ...nodeFlags];
+    const { accessPorts, pids } = await startTunnel(dir, servers.ports, svcFlags);
     // Warm both paths once (JIT, the first stream of a session).
     await measure(servers.ports, mib, 1, 20);
     await measure(accessPorts, mib, 1, 20);
@@ -296,7 +301,8 @@ async function main(): Promise<void> {
     const markdown = [
       '# TCP share through the tunnel',
       '',
-      `\`npm run bench:tunnel-tcp -- --mib ${mib} --rounds ${rounds} --connections ${connections}\`: ` +
+      `\`npm run bench:tunnel-tcp -- --mib ${mib} --rounds ${rounds} --connections ${connections}` +
+        `${values['node-flags'] ? ` --node-flags='${values['node-flags']}'` : ''}\`: ` +
         `${mib} MiB each way on one connection (median of ${rounds}), set-up = connect + one-byte echo ` +
         `over ${connections} sequential fresh connections.`,
       '',

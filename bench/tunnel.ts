@@ -19,6 +19,10 @@
  *
  *   npm run bench:tunnel -- [--duration 4] [--warmup 1] [--connections 32] [--rate auto|N]
  *                           [--rounds 3] [--mib 100] [--load auto|autocannon|wrk] [--profile]
+ *                           [--node-flags '<flags>']
+ *
+ * `--node-flags` adds Node flags to every svc process, e.g. `--heap-growing-percent=0` to run the
+ * tunnel's processes with V8's own heap sizing instead of bin/node-flags.js's.
  */
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -79,6 +83,7 @@ function settings(): Settings {
       rounds: { type: 'string', default: '3' },
       mib: { type: 'string', default: '100' },
       profile: { type: 'boolean', default: false },
+      'node-flags': { type: 'string', default: '' },
     },
   });
   return {
@@ -86,6 +91,7 @@ function settings(): Settings {
     rounds: intArg('rounds', values.rounds, 1, 20),
     mib: intArg('mib', values.mib, 1, 10_000),
     profile: values.profile,
+    nodeFlags: values['node-flags'].split(/\s+/).filter(Boolean),
   };
 }
 
@@ -108,15 +114,17 @@ type ProcessName = 'serve' | 'installation' | 'agent' | 'agentWs';
  * Starts the three svc processes, enables the agent at the installation and shares the backend
  * publicly on both `svc serve`s; resolves once the tunnelled share answers at the installation.
  */
-async function startSvc(dir: string, backend: string, profile: boolean): Promise<Svc> {
+async function startSvc(dir: string, backend: string, s: Settings): Promise<Svc> {
   const profileDirs = {
     serve: join(dir, 'profile-serve'),
     installation: join(dir, 'profile-installation'),
     agent: join(dir, 'profile-agent'),
     agentWs: join(dir, 'profile-agent-ws'),
   };
-  const nodeFlags = (name: keyof typeof profileDirs): string[] =>
-    profile ? ['--cpu-prof', '--cpu-prof-dir', profileDirs[name]] : [];
+  const nodeFlags = (name: keyof typeof profileDirs): string[] => [
+    ...s.nodeFlags,
+    ...(s.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDirs[name]] : []),
+  ];
   const dataDir = (name: string): string => join(dir, name);
   const [serve, installation, agent, agentWs] = await Promise.all([
     startSvcServe({ name: 'svc serve', dataDir: dataDir('serve'), nodeFlags: nodeFlags('serve') }),
@@ -229,7 +237,7 @@ async function main(): Promise<number> {
   const loadBefore = loadavg();
   try {
     const backend = await startModule<FixedBackend>('backend', BACKEND_MODULE, 'startFixedBackend', {});
-    const svc = await startSvc(dir, backend.ready.url, s.profile);
+    const svc = await startSvc(dir, backend.ready.url, s);
     const targets: Target[] = [
       { name: 'direct (backend)', url: backend.ready.url, headers: {}, proxyPids: () => [] },
       viaHost('frontend, no tunnel (svc serve)', svc.frontendShare, [svc.serve]),

@@ -19,6 +19,8 @@ export interface TunnelSettings extends LoadArgs {
   readonly rounds: number;
   readonly mib: number;
   readonly profile: boolean;
+  /** Node flags added to every svc process (`--node-flags`). */
+  readonly nodeFlags: readonly string[];
 }
 
 /** A bulk transfer direction: `/big?mib=N` down, a POST of N MiB up. */
@@ -161,6 +163,7 @@ export function formatTunnelReport(
       : ['![Requests/s, proxy CPU per request, fixed-rate p99 and transfer throughput of each contender](tunnel.svg)']),
     '',
     ...machineLines(loadBefore),
+    ...(s.nodeFlags.length ? [`- svc processes ran with the extra Node flags \`${s.nodeFlags.join(' ')}\``] : []),
     `- contenders, in turn, same backend (node:http, its own process, 64-byte body; \`/big\` streams ${s.mib} MiB, a POST is read whole before the answer): ${names.join('; ')}`,
     `- saturation: ${s.tool}, ${s.connections} keep-alive connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per contender, 127.0.0.1`,
     `- latency: open loop at ${latencies[0]?.result.rate ?? '-'} req/s (${s.rate === undefined ? 'half of the slowest contender' : 'set by --rate'}) for ${s.durationSeconds} s per contender`,
