@@ -31,7 +31,9 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY . .
 # Node's compile cache, filled here because the root filesystem is read-only at run time: starts
 # then skip type stripping and its WebAssembly parser (about 17 MiB of RSS per process). The cache
-# is keyed by V8's flags, so it is filled with the entrypoint's.
+# is keyed by V8's flags, so it is filled with the entrypoint's (and, by the script itself, with
+# those plus the flags `svc serve`, `svc controller` and `svc public-frontend` re-execute with:
+# bin/node-flags.js).
 RUN node --no-maglev --no-parallel-scavenge bin/warm-compile-cache.js
 USER 1000:1000
 # --no-maglev: V8's mid-tier compiler took 14.5 MiB of a loaded frontend's peak RSS in a 256 MiB pod
