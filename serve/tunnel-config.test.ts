@@ -30,4 +30,19 @@ describe('the installation tunnel section', () => {
     expect(text).toContain('tunnel.max_tunnels_per_environment');
     expect(text).toContain('tunnel.surprise');
   });
+
+  it('reads the per-share and per-account stream caps, a share cap above the account cap refused', () => {
+    const config = parseServeConfig({ tunnel: { max_streams_per_share: 10, max_streams_per_account: 30 } });
+    expect(config.tunnel).toMatchObject({ maxStreamsPerShare: 10, maxStreamsPerAccount: 30 });
+    let error: unknown;
+    try {
+      parseServeConfig({ tunnel: { max_streams_per_share: 40, max_streams_per_account: 30 } });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems.map(problemText)).toEqual([
+      'tunnel.max_streams_per_share: must not exceed tunnel.max_streams_per_account (30), got 40',
+    ]);
+  });
 });

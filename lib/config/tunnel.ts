@@ -9,6 +9,8 @@ import {
 
 const KEYS = [
   'max_streams_per_tunnel',
+  'max_streams_per_share',
+  'max_streams_per_account',
   'max_tunnels_per_environment',
   'stream_idle_timeout',
   'ping_interval',
@@ -42,10 +44,20 @@ export function readTunnelLimits(r: ConfigReader, value: unknown): TunnelLimits 
       `must be longer than tunnel.ping_interval (${pingIntervalMs} ms), got ${pingTimeoutMs} ms`,
     );
   }
+  const maxStreamsPerShare = count('max_streams_per_share', 10_000, DEFAULT_TUNNEL_LIMITS.maxStreamsPerShare);
+  const maxStreamsPerAccount = count('max_streams_per_account', 100_000, DEFAULT_TUNNEL_LIMITS.maxStreamsPerAccount);
+  if (maxStreamsPerShare > maxStreamsPerAccount) {
+    r.problem(
+      'tunnel.max_streams_per_share',
+      `must not exceed tunnel.max_streams_per_account (${maxStreamsPerAccount}), got ${maxStreamsPerShare}`,
+    );
+  }
   return {
     ...DEFAULT_TUNNEL_LIMITS,
     transports: readTransports(r, t),
     maxStreamsPerTunnel: count('max_streams_per_tunnel', 10_000, DEFAULT_TUNNEL_LIMITS.maxStreamsPerTunnel),
+    maxStreamsPerShare,
+    maxStreamsPerAccount,
     maxTunnelsPerEnvironment: count('max_tunnels_per_environment', 100, DEFAULT_TUNNEL_LIMITS.maxTunnelsPerEnvironment),
     streamIdleMs:
       r.duration(t, 'stream_idle_timeout', 'tunnel', { required: false }) ?? DEFAULT_TUNNEL_LIMITS.streamIdleMs,

@@ -133,7 +133,10 @@ export function forwardUpgrade(
 /** How `forwardStream` forwards a stream. */
 export interface StreamForwardOptions {
   readonly route: TunnelRoute;
-  /** A stream with no data either way for this long is cancelled. */
+  /**
+   * A stream with no data either way for this long is cancelled; a TCP stream only while bytes wait
+   * in it (a quiet one stays open).
+   */
   readonly idleMs: number;
   /** Counts the request when its stream closes (StreamMeter); not called for a TCP stream. */
   readonly record?: RecordRequest;
@@ -150,7 +153,9 @@ export function forwardStream(
   target: StreamTarget,
   options: StreamForwardOptions,
 ) {
-  if (headers[':protocol'] === TCP_PROTOCOL) return forwardTcpStream(incoming, headers, target, options.route);
+  if (headers[':protocol'] === TCP_PROTOCOL) {
+    return forwardTcpStream(incoming, headers, target, options.route, options.idleMs);
+  }
   const meter = options.record ? new StreamMeter(incoming, options.record) : undefined;
   const connect = headers[':method'] === 'CONNECT';
   const outgoing = openStream(target, {

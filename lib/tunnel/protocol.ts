@@ -54,9 +54,23 @@ export const CLOSE_TOO_MANY_TUNNELS = 4008;
 export interface TunnelLimits {
   /** Streams (requests, websockets) open at once through one tunnel; more are answered 503. */
   readonly maxStreamsPerTunnel: number;
+  /**
+   * HTTP streams (requests, websockets) open at once to one share, over all its environment's tunnels
+   * here; more are answered 503 "Share busy", so one share's visitors leave the others room.
+   */
+  readonly maxStreamsPerShare: number;
+  /**
+   * Streams open at once into the tunnels of one account, over all its environments, in one frontend
+   * process. Each may park up to `STREAM_WINDOW_BYTES` here (a visitor that does not read), so this
+   * bounds what one account can make the frontend hold: this many windows.
+   */
+  readonly maxStreamsPerAccount: number;
   /** Tunnels one environment may hold open at once; more are refused at the upgrade. */
   readonly maxTunnelsPerEnvironment: number;
-  /** A stream with no data either way for this long is reset (the visitor gets 504). */
+  /**
+   * A stream with no data either way for this long is reset (the visitor gets 504); a TCP stream only
+   * while bytes wait in it (lib/tunnel/tcp-relay.ts), so a quiet connection with nothing waiting stays.
+   */
   readonly streamIdleMs: number;
   /** Each end sends an HTTP/2 PING on its tunnels this often (lib/tunnel/liveness.ts). */
   readonly pingIntervalMs: number;
@@ -77,6 +91,10 @@ export function pingTimeoutFor(pingIntervalMs: number): number {
 
 export const DEFAULT_TUNNEL_LIMITS: TunnelLimits = {
   maxStreamsPerTunnel: 100,
+  // Below the tunnel's cap, so the visitors of one share cannot take the tunnel from its neighbours.
+  maxStreamsPerShare: 64,
+  // 200 parked windows of 1 MiB: the most one account can make a frontend process hold.
+  maxStreamsPerAccount: 200,
   maxTunnelsPerEnvironment: 4,
   streamIdleMs: 120_000,
   // A silent cut is noticed within 8 s: two missed pings plus 2 s for a slow round trip.

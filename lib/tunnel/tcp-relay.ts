@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ROUTE_HEADER, TCP_PROTOCOL, shareTokenOf, type TunnelRoute } from './protocol.ts';
 import { onceSettled, relayHead, resetStream } from './relay.ts';
+import { watchStuck } from './stuck.ts';
 import { TunnelUnavailable, type StreamTarget } from './stream-target.ts';
 
 /** One end of a relayed TCP connection: a socket or an HTTP/2 stream, and how to cut it. */
@@ -31,8 +32,10 @@ export function streamEnd(stream: Duplex & Parameters<typeof resetStream>[0]): R
  * windows), each direction half-closed on its own (a FIN or END_STREAM ends only that direction),
  * and a failure of either end (reset, error, its tunnel lost) cuts the other instead of ending it.
  * Sockets must be made with `allowHalfOpen`, so a FIN read does not end the other direction too.
+ * With `stuckMs`, both ends are cut once bytes wait in the connection and none moved either way for
+ * that long (stuck.ts); a quiet connection with nothing waiting is left open.
  */
-export function spliceEnds(a: RelayEnd, b: RelayEnd): void {
+export function spliceEnds(a: RelayEnd, b: RelayEnd, stuckMs?: number): void {
   const readDone = new Map<RelayEnd, boolean>([
     [a, false],
     [b, false],
@@ -56,6 +59,12 @@ export function spliceEnds(a: RelayEnd, b: RelayEnd): void {
       if (!readDone.get(self) || !self.duplex.writableFinished) other.abort();
     });
   }
+  if (stuckMs !== undefined) {
+    watchStuck([a.duplex, b.duplex], stuckMs, () => {
+      a.abort();
+      b.abort();
+    });
+  }
 }
 
 /** The header block of a TCP stream towards the share `token`. */
@@ -73,14 +82,16 @@ export function tcpStreamHeaders(token: string, route: TunnelRoute): OutgoingHtt
 /**
  * A TCP stream (from an access's agent, or from another frontend replica) forwarded into a tunnel:
  * the same CONNECT with our route marker; answered with the far end's status once it has dialed the
- * target, then spliced. No idle timeout: a quiet database connection stays open as long as the
- * tunnels under it are alive (their pings notice a dead peer).
+ * target, then spliced. A quiet connection stays open as long as the tunnels under it are alive
+ * (their pings notice a dead peer); one whose bytes are stuck (an end that stopped reading) is cut
+ * after `stuckMs` without progress, so it cannot hold the frontend's buffers for ever.
  */
 export function forwardTcpStream(
   incoming: ServerHttp2Stream,
   headers: Http2Headers,
   target: StreamTarget,
   route: TunnelRoute,
+  stuckMs?: number,
 ): void {
   incoming.on('error', () => undefined);
   const token = shareTokenOf(headers[':authority']) ?? '';
@@ -104,7 +115,7 @@ export function forwardTcpStream(
       return refuseTcpStream(incoming, 502, "the share's agent answered a status that cannot be relayed");
     }
     if (status !== 200) return void outgoing.pipe(incoming);
-    spliceEnds(streamEnd(incoming), streamEnd(outgoing));
+    spliceEnds(streamEnd(incoming), streamEnd(outgoing), stuckMs);
   });
   outgoing.once('close', () => {
     if (!incoming.headersSent) refuseTcpStream(incoming, 502, "the share's agent did not answer");

@@ -11,6 +11,7 @@ import type { EnvironmentIdentity, ShareDirectory } from '../../lib/tunnel/direc
 import { forwardStream, rejectSocket } from '../../lib/tunnel/forward.ts';
 import { refuseTcpStream } from '../../lib/tunnel/tcp-relay.ts';
 import { ConnectionCounter } from './connection-counter.ts';
+import { StreamBudget } from './stream-budget.ts';
 import { watchTunnel } from '../../lib/tunnel/liveness.ts';
 import { AGENT_VERSION_HEADER, type EnvironmentPresence } from '../../lib/tunnel/presence.ts';
 import { socketLink, webSocketLink, type TunnelLink } from '../../lib/tunnel/link.ts';
@@ -62,11 +63,13 @@ export class TunnelEndpoint {
   });
   private readonly accessLinks = new Map<string, Set<TunnelLink>>();
   private readonly tcpConnections: ConnectionCounter;
+  private readonly budget: StreamBudget;
   private readonly unsubscribe: () => void;
 
   constructor(options: TunnelEndpointOptions) {
     this.options = options;
     this.tcpConnections = new ConnectionCounter(options.limits.maxTcpConnectionsPerShare);
+    this.budget = new StreamBudget(options.limits);
     this.unsubscribe = options.directory.onRevoked((envZId) => this.revoke(envZId));
   }
 
@@ -132,14 +135,17 @@ export class TunnelEndpoint {
     version: string | string[] | undefined,
   ): void {
     const { limits, locator, logger, presence } = this.options;
-    const { envZId } = identity;
+    const { envZId, accountId } = identity;
     const capped = tunnelClientSession(link, limits);
     const { session } = capped;
     const tunnel: HeldTunnel = {
       id: randomUUID(),
+      get openStreams() {
+        return capped.openStreams;
+      },
       open: (headers, endStream) => {
         try {
-          return capped.open(headers, endStream);
+          return this.budget.open(accountId, capped, headers, endStream);
         } catch (err) {
           logger.warn({ envZId, err: errorText(err) }, 'tunnel: stream refused');
           throw err;

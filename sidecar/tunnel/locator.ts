@@ -3,6 +3,8 @@ import type { StreamTarget } from '../../lib/tunnel/stream-target.ts';
 /** A tunnel as the locator holds it: a stream target that can be closed with a reason. */
 export interface HeldTunnel extends StreamTarget {
   readonly id: string;
+  /** Streams open through it now. */
+  readonly openStreams: number;
   close(code: number, reason: string): void;
 }
 
@@ -31,8 +33,10 @@ export interface TunnelLocator {
 }
 
 /**
- * The tunnels of this process, per environment, newest last. New streams go to the newest tunnel:
- * after a reconnect the old one may still be draining its in-flight streams.
+ * The tunnels of this process, per environment, newest last. A new stream goes to the tunnel with
+ * the fewest open, the newest of those on a tie: the streams of a busy environment spread over all
+ * its tunnels (each has its own cap), and after a reconnect the old tunnel drains its in-flight
+ * streams while new ones go to the new one.
  */
 export class LocalTunnels implements TunnelLocator {
   private readonly byEnvironment = new Map<string, HeldTunnel[]>();
@@ -56,7 +60,13 @@ export class LocalTunnels implements TunnelLocator {
   }
 
   find(envZId: string): StreamTarget | undefined {
-    return this.byEnvironment.get(envZId)?.at(-1);
+    const held = this.byEnvironment.get(envZId) ?? [];
+    let best = held.at(-1);
+    for (let i = held.length - 2; i >= 0; i--) {
+      const tunnel = held[i] as HeldTunnel;
+      if (best && tunnel.openStreams < best.openStreams) best = tunnel;
+    }
+    return best;
   }
 
   closeEnvironment(envZId: string, code: number, reason: string): void {

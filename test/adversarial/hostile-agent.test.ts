@@ -4,15 +4,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAccessClient, type RunningAccessClient } from '../../agent/tunnel/access-client.ts';
 import { startTunnel } from '../../agent/tunnel/tunnel-client.ts';
 import { createLogger } from '../../lib/logger.ts';
-import type { EnvironmentIdentity, PublishedShare, ShareDirectory } from '../../lib/tunnel/directory.ts';
+import type { PublishedShare, ShareDirectory } from '../../lib/tunnel/directory.ts';
 import { ACCESS_PATH, DEFAULT_TUNNEL_LIMITS, ROUTE_HEADER, TUNNEL_PATH, tunnelUrl } from '../../lib/tunnel/protocol.ts';
 import { tcpStreamHeaders } from '../../lib/tunnel/tcp-relay.ts';
 import { PeerSessions } from '../../sidecar/tunnel/peer-client.ts';
-import { startPeerServer, type PeerServer } from '../../sidecar/tunnel/peer-server.ts';
+import type { PeerServer } from '../../sidecar/tunnel/peer-server.ts';
 import { suiteFigures } from '../support/figures.ts';
 import { request } from '../support/raw-http.ts';
 import { startRawAgent } from '../support/raw-agent.ts';
-import { startTunnelFrontend, type TunnelFrontend } from '../support/tunnel-frontend.ts';
+import {
+  malloryAndAlice,
+  startTunnelFrontendWithPeer,
+  type TunnelFrontendWithPeer,
+} from '../support/tunnel-frontend.ts';
 import { until } from '../support/until.ts';
 
 /**
@@ -24,16 +28,7 @@ import { until } from '../support/until.ts';
  * the agent's own side answers 502 for a backend's status HTTP/2 cannot carry.
  */
 const DOMAIN = 'hostile.localhost';
-const TOKENS = {
-  mallory: 'svcv_mmmmmmmmmmmm_secret-of-environment-m-0123456789abcdefghijk',
-  mallorySecond: 'svcv_nnnnnnnnnnnn_secret-of-environment-n-0123456789abcdefghijk',
-  alice: 'svcv_aaaaaaaaaaaa_secret-of-environment-a-0123456789abcdefghijk',
-};
-const IDENTITIES: Record<string, EnvironmentIdentity> = {
-  [TOKENS.mallory]: { envZId: 'mmmmmmmmmmmm', accountId: 'mallory' },
-  [TOKENS.mallorySecond]: { envZId: 'nnnnnnnnnnnn', accountId: 'mallory' },
-  [TOKENS.alice]: { envZId: 'aaaaaaaaaaaa', accountId: 'alice' },
-};
+const { tokens: TOKENS, identities: IDENTITIES } = malloryAndAlice();
 const share = (
   token: string,
   envZId: string,
@@ -55,7 +50,7 @@ const directory: ShareDirectory = {
 const PEER_CREDENTIAL = 'hostile-agent-test-replica-credential-0123456789';
 const HOSTILE_STATUSES = ['600', '999'];
 
-let installation: TunnelFrontend;
+let installation: TunnelFrontendWithPeer;
 let peer: PeerServer;
 let access: RunningAccessClient;
 const closers: (() => unknown)[] = [];
@@ -94,15 +89,16 @@ async function aliceServed(): Promise<number> {
 }
 
 beforeAll(async () => {
-  installation = await startTunnelFrontend({ domain: DOMAIN, directory, limits: DEFAULT_TUNNEL_LIMITS, logger });
-  closers.push(() => installation.frontend.close());
-  peer = await startPeerServer({
-    listen: { host: '127.0.0.1', port: 0 },
-    credential: PEER_CREDENTIAL,
-    local: (envZId) => installation.locator.find(envZId),
-    limits: DEFAULT_TUNNEL_LIMITS,
+  const limits = DEFAULT_TUNNEL_LIMITS;
+  installation = await startTunnelFrontendWithPeer({
+    domain: DOMAIN,
+    directory,
+    limits,
     logger,
+    credential: PEER_CREDENTIAL,
   });
+  closers.push(() => installation.frontend.close());
+  peer = installation.peer;
   closers.push(() => peer.close());
   const backend = http.createServer((_req, res) => res.end('alice'));
   await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));

@@ -243,6 +243,7 @@ describe("B's own Leases", () => {
     const env = 'quickbbbbbbb';
     const held = {
       id: 'held',
+      openStreams: 0,
       open: () => {
         throw new Error('no stream is opened in this test');
       },

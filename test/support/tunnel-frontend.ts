@@ -7,6 +7,7 @@ import { ACCESS_PATH, tunnelUrl, type TunnelLimits, type TunnelTransport } from 
 import { startFrontend, type RunningFrontend } from '../../sidecar/frontend.ts';
 import { TunnelEndpoint } from '../../sidecar/tunnel/endpoint.ts';
 import { LocalTunnels } from '../../sidecar/tunnel/locator.ts';
+import { startPeerServer, type PeerServer } from '../../sidecar/tunnel/peer-server.ts';
 import { tunnelledShares } from '../../sidecar/tunnel/routes.ts';
 import { until } from './until.ts';
 
@@ -38,6 +39,50 @@ export async function startTunnelFrontend(options: {
     onUpgrade: (req, socket, head) => endpoint.handleUpgrade(req, socket, head),
   });
   return { frontend, endpoint, locator };
+}
+
+export interface TunnelFrontendWithPeer extends TunnelFrontend {
+  readonly peer: PeerServer;
+}
+
+/**
+ * Environment tokens of two accounts (mallory with two environments, alice with one) and the
+ * identities they prove; a fresh copy each call, so a test may add to it.
+ */
+export function malloryAndAlice() {
+  const tokens = {
+    mallory: 'svcv_mmmmmmmmmmmm_secret-of-environment-m-0123456789abcdefghijk',
+    mallorySecond: 'svcv_nnnnnnnnnnnn_secret-of-environment-n-0123456789abcdefghijk',
+    alice: 'svcv_aaaaaaaaaaaa_secret-of-environment-a-0123456789abcdefghijk',
+  };
+  const identities: Record<string, EnvironmentIdentity> = {
+    [tokens.mallory]: { envZId: 'mmmmmmmmmmmm', accountId: 'mallory' },
+    [tokens.mallorySecond]: { envZId: 'nnnnnnnnnnnn', accountId: 'mallory' },
+    [tokens.alice]: { envZId: 'aaaaaaaaaaaa', accountId: 'alice' },
+  };
+  return { tokens, identities };
+}
+
+/**
+ * `startTunnelFrontend` plus the replica peer listener (127.0.0.1:0, `credential`) forwarding into
+ * the tunnels this frontend holds, as the replica holding a tunnel serves the others' streams.
+ */
+export async function startTunnelFrontendWithPeer(options: {
+  domain: string;
+  directory: ShareDirectory;
+  limits: TunnelLimits;
+  logger: Logger;
+  credential: string;
+}): Promise<TunnelFrontendWithPeer> {
+  const installation = await startTunnelFrontend(options);
+  const peer = await startPeerServer({
+    listen: { host: '127.0.0.1', port: 0 },
+    credential: options.credential,
+    local: (envZId) => installation.locator.find(envZId),
+    limits: options.limits,
+    logger: options.logger,
+  });
+  return { ...installation, peer };
 }
 
 /** Environment tokens of two machines of one account: `owner` holds the shares, `second` accesses them. */

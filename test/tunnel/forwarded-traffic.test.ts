@@ -51,7 +51,7 @@ beforeAll(async () => {
   };
   const limits = DEFAULT_TUNNEL_LIMITS;
   const locator = new LocalTunnels(limits.maxTunnelsPerEnvironment);
-  locator.attach(HELD, { ...holder.target(HELD), id: 'on-the-holder', close: () => undefined });
+  locator.attach(HELD, { ...holder.target(HELD), id: 'on-the-holder', openStreams: 0, close: () => undefined });
   const logger = createLogger('forwarder', { level: 'silent' });
   forwarder = await startFrontend({
     listen: { host: '127.0.0.1', port: 0 },

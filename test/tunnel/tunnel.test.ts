@@ -201,10 +201,11 @@ describe('limits and refusals', () => {
   });
 
   it('answers 503 "share busy" beyond the stream cap, and serves again once streams finish', async () => {
-    const held = Array.from({ length: limits.maxStreamsPerTunnel }, () =>
-      request(frontend.port, '/hold', { host: host('pub1') }),
-    );
-    await until(() => backend.seen.filter((s) => s.url === '/hold').length >= limits.maxStreamsPerTunnel, 'held');
+    // The environment holds its 2 tunnels (the test above added the second); new streams spread
+    // over both, so both are at their cap before one is refused.
+    const capacity = limits.maxTunnelsPerEnvironment * limits.maxStreamsPerTunnel;
+    const held = Array.from({ length: capacity }, () => request(frontend.port, '/hold', { host: host('pub1') }));
+    await until(() => backend.seen.filter((s) => s.url === '/hold').length >= capacity, 'held');
     const refused = await request(frontend.port, '/echo', { host: host('pub1') });
     expect(refused.status).toBe(503);
     expect(refused.body).toContain('Share busy');
@@ -283,8 +284,10 @@ describe('private access from a second machine of the account', () => {
 
 describe('failures', () => {
   it('fails an in-flight request with a 502 page when the tunnel drops, then serves again after the reconnect', async () => {
+    const holds = () => backend.seen.filter((s) => s.url === '/hold').length;
+    const before = holds();
     const held = request(frontend.port, '/hold', { host: host('pub1') }).catch((err: Error) => err);
-    await until(() => backend.seen.filter((s) => s.url === '/hold').length > limits.maxStreamsPerTunnel, 'held');
+    await until(() => holds() > before, 'held');
     directory.revoke('aaaaaaaaaaaa');
     const outcome = await held;
     // The backend had sent its headers: the visitor's connection is cut mid-response, not ended.
