@@ -54,7 +54,7 @@ const stuck = figures.attackClass(
 let installation: TunnelFrontend;
 let child: ChildProcess | undefined;
 
-/** The process's RSS and the buffers it holds (RSS stays high after a free; the buffers do not). */
+/** The process's RSS and the external memory its buffers hold. */
 function memory(): { rss: number; buffers: number } {
   globalThis.gc?.();
   const { rss, arrayBuffers, external } = process.memoryUsage();
@@ -110,15 +110,9 @@ describe('stuck TCP connections of one account', () => {
         'all stuck connections cut after (ms, from the last one opened)',
         Math.round(cutAfterMs / 100) * 100,
       );
-      const after = memory();
       const mib = (bytes: number) => Math.round(bytes / MIB);
       figures.measure('frontend RSS growth at the peak (MiB)', mib(peak.rss - before.rss));
       figures.measure('frontend buffers at the peak (MiB, external memory)', mib(peak.buffers - before.buffers));
-      figures.measure(
-        'frontend RSS growth once cut (MiB; the allocator keeps freed pages)',
-        mib(after.rss - before.rss),
-      );
-      figures.measure('frontend buffers once cut (MiB, external memory)', mib(after.buffers - before.buffers));
     });
   }, 120_000);
 });
