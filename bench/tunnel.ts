@@ -10,12 +10,16 @@
  *              forwards them over the agent's outbound tunnel — twice, one agent per transport:
  *              HTTP/2 on the upgraded socket (`direct`, the default) and HTTP/2 in a WebSocket
  *              (`SVC_TUNNEL_TRANSPORT=websocket`), both to the same installation
+ *   floors     plain Node in front of the same backend, none of svc's code (bench/lib/http-floor.ts):
+ *              A, one proxy process (the shape of `svc serve`); B, two processes with one HTTP/2
+ *              session between them (the tunnel's shape). Saturation only: what B reaches against
+ *              the frontend is what this shape allows; what the tunnel loses against B is svc's.
  *
  * Each contender in turn: requests/s at saturation (wrk or autocannon, keep-alive), latency at one
  * fixed arrival rate below saturation (open loop, bench/lib/fixed-rate.ts), CPU per request of the
  * proxying processes and of the load generator, peak RSS; then rounds of a 100 MiB download and
- * of a 100 MiB upload through each, and the issue's targets as same-run ratios. `--profile` runs the three svc processes under `node --cpu-prof` and reports their
- * top frames instead (to docs/benchmarks/tunnel-profile.md: the profiler skews the figures).
+ * of a 100 MiB upload through each, and the issue's targets as same-run ratios. `--profile` runs the svc processes and the floors under `node --cpu-prof` and
+ * reports their top frames instead (to docs/benchmarks/tunnel-profile.md: the profiler skews the figures).
  *
  *   npm run bench:tunnel -- [--duration 4] [--warmup 1] [--connections 32] [--rate auto|N]
  *                           [--rounds 3] [--mib 100] [--load auto|autocannon|wrk] [--profile]
@@ -54,8 +58,11 @@ import {
   type BenchProcess,
 } from './lib/processes.ts';
 import { writeMarkdown } from './lib/report.ts';
+import { startTunnelFloors, type TunnelFloors } from './lib/tunnel-floors.ts';
 import {
   formatTunnelReport,
+  type FloorResults,
+  type Profiles,
   tunnelChart,
   type Direction,
   type TunnelSettings,
@@ -230,6 +237,43 @@ async function transfers(s: Settings, targets: readonly Target[], direction: Dir
   return out;
 }
 
+/**
+ * Saturation of every contender in turn, the floors between the frontend and the tunnels (each
+ * next to what it is compared with, minutes apart at most on a machine whose load drifts).
+ */
+async function saturation(
+  s: Settings,
+  targets: readonly Target[],
+  floors: TunnelFloors,
+  backendPid: number,
+): Promise<{ results: Measured[]; floors: FloorResults }> {
+  const order = [...targets.slice(0, 2), floors.oneProcess, floors.tunnelShape, ...targets.slice(2)];
+  const measured = new Map<Target, Measured>();
+  for (const target of order) {
+    process.stderr.write(
+      `${target.name}: ${s.warmupSeconds}s warm-up, ${s.durationSeconds}s at ${s.connections} connections (${s.tool})\n`,
+    );
+    measured.set(target, await measure(s, target, backendPid));
+  }
+  const of = (t: Target): Measured => measured.get(t) as Measured;
+  return {
+    results: targets.map(of),
+    floors: { oneProcess: of(floors.oneProcess), tunnelShape: of(floors.tunnelShape) },
+  };
+}
+
+/** Stops the svc processes and the floors, in an order in which no tunnel reconnects; their profiles when profiled. */
+async function stopProfiled(svc: Svc, floors: TunnelFloors, profile: boolean): Promise<Profiles | undefined> {
+  await svc.agent.stop(15_000);
+  await svc.agentWs.stop(15_000);
+  await svc.installation.stop(15_000);
+  await svc.serve.stop(15_000);
+  await floors.stop();
+  if (!profile) return undefined;
+  const dirs = { ...svc.profileDirs, ...floors.profileDirs };
+  return Object.fromEntries(Object.entries(dirs).map(([name, dir]) => [name, summarizeProfiles(dir)])) as Profiles;
+}
+
 async function main(): Promise<number> {
   const s = settings();
   installCleanup();
@@ -244,39 +288,23 @@ async function main(): Promise<number> {
       viaHost('tunnel, direct HTTP/2 (installation + agent)', svc.tunnelShare, [svc.installation, svc.agent]),
       viaHost('tunnel, WebSocket (installation + agent)', svc.tunnelWsShare, [svc.installation, svc.agentWs]),
     ];
-    for (const t of targets) await checkTarget(t);
+    const floors = await startTunnelFloors(backend.ready.port, dir, s.profile);
+    for (const t of [...targets, floors.oneProcess, floors.tunnelShape]) await checkTarget(t);
 
-    const results: Measured[] = [];
-    for (const target of targets) {
-      process.stderr.write(
-        `${target.name}: ${s.warmupSeconds}s warm-up, ${s.durationSeconds}s at ${s.connections} connections (${s.tool})\n`,
-      );
-      results.push(await measure(s, target, backend.pid));
-    }
+    const { results, floors: floorResults } = await saturation(s, targets, floors, backend.pid);
     const slowest = Math.min(...results.map((r) => r.load.requestsPerSecond));
     const rate = s.rate ?? Math.max(1, Math.floor(slowest / 2));
     const latencies = await fixedRateRounds({ ...s, backendPid: backend.pid }, targets, rate, s.latencyRounds);
     const bulk = [...(await transfers(s, targets, 'download')), ...(await transfers(s, targets, 'upload'))];
 
-    // Stopped in this order so the profiles are written (a clean exit) and no tunnel reconnects.
-    await svc.agent.stop(15_000);
-    await svc.agentWs.stop(15_000);
-    await svc.installation.stop(15_000);
-    await svc.serve.stop(15_000);
-    const profiles = s.profile
-      ? {
-          installation: summarizeProfiles(svc.profileDirs.installation),
-          agent: summarizeProfiles(svc.profileDirs.agent),
-          agentWs: summarizeProfiles(svc.profileDirs.agentWs),
-          serve: summarizeProfiles(svc.profileDirs.serve),
-        }
-      : undefined;
+    // A clean exit of each process writes its profile.
+    const profiles = await stopProfiled(svc, floors, s.profile);
 
-    const report = formatTunnelReport(s, results, latencies, bulk, loadBefore, profiles);
+    const report = formatTunnelReport(s, results, floorResults, latencies, bulk, loadBefore, profiles);
     process.stdout.write(report);
     const file = join(DOCS, s.profile ? 'tunnel-profile.md' : 'tunnel.md');
     await writeMarkdown(file, report);
-    if (!s.profile) writeFileSync(join(DOCS, 'tunnel.svg'), tunnelChart(results, latencies, bulk));
+    if (!s.profile) writeFileSync(join(DOCS, 'tunnel.svg'), tunnelChart(results, floorResults, latencies, bulk));
     process.stderr.write(`written to ${file}${s.profile ? '' : ' and tunnel.svg'}\n`);
     return reportFailures(results, latencies) > 0 ? 1 : 0;
   } finally {

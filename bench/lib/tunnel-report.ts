@@ -14,6 +14,15 @@ import {
   ratio,
 } from './report.ts';
 
+/**
+ * The plain-Node floors' saturation runs (bench/lib/tunnel-floors.ts): one proxy process, and two
+ * processes with HTTP/2 between them (the tunnel's shape).
+ */
+export interface FloorResults {
+  readonly oneProcess: Measured;
+  readonly tunnelShape: Measured;
+}
+
 /** bench/tunnel.ts's settings; `rate` undefined (`--rate auto`): half of the slowest contender's saturation rate. */
 export interface TunnelSettings extends LoadArgs {
   readonly rounds: number;
@@ -43,6 +52,9 @@ export const PROFILED = {
   agent: 'Agent on the direct transport (`svc serve`, enabled)',
   agentWs: 'Agent on the WebSocket transport (`SVC_TUNNEL_TRANSPORT=websocket`)',
   serve: '`svc serve`, no tunnel (frontend)',
+  floorVisitor: "Floor B, the visitor's side (plain Node: HTTP/1.1 in, HTTP/2 streams out)",
+  floorBackend: "Floor B, the backend's side (plain Node: HTTP/2 streams in, HTTP/1.1 pool out)",
+  floorOne: 'Floor A (plain Node: HTTP/1.1 in, HTTP/1.1 pool out)',
 } as const;
 export type Profiles = Record<keyof typeof PROFILED, ProfileSummary>;
 
@@ -64,9 +76,11 @@ function cpuMsPerMiB(t: Transfers | undefined, mibEach: number, index?: number):
 /** Saturation req/s, proxy CPU per request, fixed-rate p99 and transfer throughput (docs/benchmarks/tunnel.svg). */
 export function tunnelChart(
   results: readonly Measured[],
+  floors: FloorResults,
   latencies: readonly Latency[],
   bulk: readonly Transfers[],
 ): string {
+  const saturated = inTableOrder(results, floors);
   const rate = (direction: Direction) => ({
     title: `100 MiB ${direction}, median of the rounds (higher is better)`,
     unit: 'MiB/s',
@@ -78,12 +92,12 @@ export function tunnelChart(
       {
         title: 'Requests/s at saturation (higher is better)',
         unit: 'req/s',
-        bars: results.map((r) => ({ label: r.target.name, value: r.load.requestsPerSecond })),
+        bars: saturated.map((r) => ({ label: r.target.name, value: r.load.requestsPerSecond })),
       },
       {
         title: 'Proxy CPU per request, all proxying processes (lower is better)',
         unit: 'µs',
-        bars: results
+        bars: saturated
           .filter((r) => r.proxyCpuSeconds !== undefined)
           .map((r) => ({ label: r.target.name, value: cpuPerRequestUs(r) })),
       },
@@ -105,6 +119,7 @@ export function tunnelChart(
 function targetRows(
   s: TunnelSettings,
   results: readonly Measured[],
+  floors: FloorResults,
   latencies: readonly Latency[],
   bulk: readonly Transfers[],
 ): string[][] {
@@ -129,6 +144,7 @@ function targetRows(
       [
         r.target.name,
         ratio(r.load.requestsPerSecond, frontend?.load.requestsPerSecond),
+        ratio(r.load.requestsPerSecond, floors.tunnelShape.load.requestsPerSecond),
         ratio(installationUs(r), frontendUs),
         downRate ?? '-',
         upRate ?? '-',
@@ -143,6 +159,7 @@ function targetRows(
 export function formatTunnelReport(
   s: TunnelSettings,
   results: readonly Measured[],
+  floors: FloorResults,
   latencies: readonly Latency[],
   bulk: readonly Transfers[],
   loadBefore: number[],
@@ -165,6 +182,7 @@ export function formatTunnelReport(
     ...machineLines(loadBefore),
     ...(s.nodeFlags.length ? [`- svc processes ran with the extra Node flags \`${s.nodeFlags.join(' ')}\``] : []),
     `- contenders, in turn, same backend (node:http, its own process, 64-byte body; \`/big\` streams ${s.mib} MiB, a POST is read whole before the answer): ${names.join('; ')}`,
+    `- floors, saturation only (bench/lib/http-floor.ts, plain Node, none of svc's code, heads parsed off the socket): ${floors.oneProcess.target.name}; ${floors.tunnelShape.target.name} (HTTP/1.1 in, one stream per request on one HTTP/2 session, a kept-alive HTTP/1.1 pool to the backend)`,
     `- saturation: ${s.tool}, ${s.connections} keep-alive connections, ${s.warmupSeconds} s warm-up + ${s.durationSeconds} s per contender, 127.0.0.1`,
     `- latency: open loop at ${latencies[0]?.result.rate ?? '-'} req/s (${s.rate === undefined ? 'half of the slowest contender' : 'set by --rate'}) for ${s.durationSeconds} s per contender`,
     `- transfers: ${s.rounds} interleaved rounds of one ${s.mib} MiB GET, then of one ${s.mib} MiB POST, per contender on a fresh connection`,
@@ -175,18 +193,19 @@ export function formatTunnelReport(
       [
         'tunnel',
         'req/s vs frontend (≥ 0.8×)',
+        'req/s vs floor B (same shape, plain Node)',
         'installation CPU/req vs frontend (≤ 1.2×)',
         `${s.mib} MiB down vs direct (≥ 0.6×)`,
         `${s.mib} MiB up vs direct (≥ 0.6×)`,
         'installation CPU/MiB vs frontend, down / up (≤ 1.5×)',
         'p50 added over direct at the fixed rate, ms (≤ 1)',
       ],
-      targetRows(s, results, latencies, bulk),
+      targetRows(s, results, floors, latencies, bulk),
     ),
     '',
     '## Saturation',
     '',
-    saturationTable(results),
+    saturationTable(results, floors),
     '',
     ...latencySection(latencies, 'contender', s),
     '',
@@ -198,14 +217,21 @@ export function formatTunnelReport(
   ].join('\n');
 }
 
-function saturationTable(results: readonly Measured[]): string {
+/** Direct, the frontend, the floors, then the tunnels: each tunnel next to the floor of its shape. */
+function inTableOrder(results: readonly Measured[], floors: FloorResults): Measured[] {
+  return [...results.slice(0, 2), floors.oneProcess, floors.tunnelShape, ...results.slice(2)];
+}
+
+function saturationTable(results: readonly Measured[], floors: FloorResults): string {
   const direct = results[0]?.load;
   const frontend = results[1]?.load;
-  const rows = results.map((r) => [
+  const floorB = floors.tunnelShape.load;
+  const rows = inTableOrder(results, floors).map((r) => [
     r.target.name,
     fixed(r.load.requestsPerSecond, 0),
     ratio(r.load.requestsPerSecond, direct?.requestsPerSecond),
     ratio(r.load.requestsPerSecond, frontend?.requestsPerSecond),
+    ratio(r.load.requestsPerSecond, floorB.requestsPerSecond),
     fixed(r.load.p50Ms, 2),
     fixed(r.load.p99Ms, 2),
     `${r.load.non2xx} / ${r.load.errors}`,
@@ -224,11 +250,12 @@ function saturationTable(results: readonly Measured[]): string {
       'req/s',
       'vs direct',
       'vs frontend',
+      'vs floor B',
       'p50 ms',
       'p99 ms',
       'non-2xx / errors',
       'proxy CPU µs/req',
-      'installation + agent µs/req',
+      'µs/req per process (installation + agent; floor B: visitor side + backend side)',
       'load gen CPU µs/req',
       'proxy peak RSS (installation + agent)',
     ],
