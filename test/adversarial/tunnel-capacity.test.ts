@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { ClientHttp2Stream } from 'node:http2';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAccessClient, type RunningAccessClient } from '../../agent/tunnel/access-client.ts';
 import { createLogger } from '../../lib/logger.ts';
@@ -167,8 +169,13 @@ async function served(token: string): Promise<number> {
   return (await request(installation.frontend.port, '/echo', { host, timeoutMs: 10_000 })).status;
 }
 
+/** A full collection first, so that the heap's garbage (answered requests, 503 pages) is not counted. */
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
+
 function rss(): number {
-  globalThis.gc?.();
+  collectGarbage();
+  collectGarbage();
   return process.memoryUsage().rss;
 }
 
@@ -279,9 +286,10 @@ describe('visitors that never read', () => {
     figures.measure('frontend RSS growth (MiB)', growthMiB);
     figures.measure('bound: max_streams_per_account × stream window (MiB)', boundMiB);
     await memory.run(async () => {
-      // The windows, plus what every stream costs besides (pipe buffers, the allocator's slack);
-      // without the cap the account's streams (120 here) are held, ~0.9 MiB each.
-      expect(growthMiB).toBeLessThanOrEqual(boundMiB * 1.5 + 10);
+      // The windows, plus what every stream costs besides (pipe buffers, the allocator's slack, which
+      // varies run to run: 12–48 MiB measured); without the cap the account's streams (120 here)
+      // are held, ~0.9 MiB each (104 MiB measured).
+      expect(growthMiB).toBeLessThanOrEqual(boundMiB * 2.5 + 10);
       const held = LIMITS.maxStreamsPerShare + (big2['200'] ?? 0) + (big3['200'] ?? 0);
       expect(held).toBe(LIMITS.maxStreamsPerAccount);
       expect(await served('alicepub')).toBe(200);
