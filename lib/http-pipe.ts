@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { ShareCookies } from './backend-cookies.ts';
 import { BackendIdleWatch } from './backend-idle.ts';
 import type { ExchangeRecorder, ExchangeObserver } from './exchange-observer.ts';
+import { INVALID_HEADER_VALUE } from './fast-upstream/head-text.ts';
 import { MAX_RESPONSE_HEAD_BYTES } from './http-limits.ts';
 import { connectionListed, HOP_BY_HOP, withoutListed } from './hop-by-hop.ts';
 import { Agent, request } from './node-http.ts';
@@ -110,6 +111,12 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
       });
       upstream.on('response', (upstreamRes) => {
         observeUpstream?.(Number(process.hrtime.bigint() - t0) / 1e9);
+        const refused = unrelayableHead(upstreamRes);
+        if (refused !== undefined) {
+          upstream.destroy();
+          onError(new BackendResponseRefused(refused));
+          return;
+        }
         if (observer) observeResponse(observer, upstreamRes);
         relayResponse(upstreamRes, res, setCookie, cookies);
       });
@@ -138,6 +145,19 @@ export function createBackendPipe(options: BackendPipeOptions): BackendPipe {
       tls.close();
     },
   };
+}
+
+/**
+ * Why Node's server would refuse to write the backend's status line (`writeHead` throws on a status
+ * outside 100–999 and on a reason phrase with control characters, both of which Node's client
+ * parses), or undefined when it writes it. A share's backend is not trusted: a throw there, inside
+ * an event handler, would end the whole process with every other share in it.
+ */
+export function unrelayableHead(upstreamRes: IncomingMessage): string | undefined {
+  const status = upstreamRes.statusCode ?? 0;
+  if (status < 100 || status > 999) return `status ${status} is not an HTTP status`;
+  if (INVALID_HEADER_VALUE.test(upstreamRes.statusMessage ?? '')) return 'a control character in the reason phrase';
+  return undefined;
 }
 
 /** The backend's response head (hop-by-hop headers dropped, cookies added or filtered) and body, on to the visitor. */
@@ -183,7 +203,7 @@ function observeResponse(observer: ExchangeObserver, upstreamRes: IncomingMessag
 
 /**
  * A backend response the frontend does not pass on (answered 502 "Bad gateway"): a 101 to a
- * request that asked for no upgrade.
+ * request that asked for no upgrade, or a status line Node's server refuses to write.
  */
 export class BackendResponseRefused extends Error {
   constructor(message: string) {
