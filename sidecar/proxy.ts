@@ -100,12 +100,29 @@ export function backendHeaders(
       'svc-auth-provider',
       session.provider,
       'svc-auth-email',
-      session.email,
+      emailHeader(session.email),
       'svc-auth-expires',
       isoTime(session.expiresAt),
     );
   }
   return out;
+}
+
+/**
+ * The address as svc-auth-email's bytes: as given when it is ASCII, else its UTF-8 bytes (a string
+ * of one Latin-1 character per byte, which is how Node writes a header string). The provider's
+ * address may hold any Unicode letter (an IDN domain, a local part in another script): Node refuses
+ * a header character past U+00FF (a throw that would end the frontend), and a raw Latin-1 write
+ * keeps only each character's low byte (`š`, U+0161, would reach the backend as `a`).
+ */
+let lastEmail = '';
+let lastEmailHeader = '';
+export function emailHeader(email: string): string {
+  if (email !== lastEmail) {
+    lastEmailHeader = /^[\x20-\x7e]*$/.test(email) ? email : Buffer.from(email, 'utf8').toString('latin1');
+    lastEmail = email;
+  }
+  return lastEmailHeader;
 }
 
 function isForwardingLookAlike(name: string): boolean {
