@@ -168,6 +168,12 @@ export class RemotingHub {
         socket.close(CLOSE_PROTOCOL, 'not JSON');
         return;
       }
+      // An agent is its account's own code: `null`, a number or a list is valid JSON, and reading
+      // `type` off `null` here would throw out of the socket's handler and end the controller.
+      if (typeof message !== 'object' || message === null || Array.isArray(message)) {
+        socket.close(CLOSE_PROTOCOL, 'not a JSON object');
+        return;
+      }
       if (message.type === 'hello' && !conn.channel) {
         if (typeof message.channel !== 'string' || message.channel.length < 16) {
           socket.close(CLOSE_PROTOCOL, 'bad hello');

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { suiteFigures } from '../support/figures.ts';
+import { uncaughtErrors } from '../support/uncaught.ts';
 import { startTestFrontend, type TestFrontend } from '../support/frontend.ts';
 import { cookiesFrom } from '../support/http.ts';
 import { startIdp1Server, type Idp1Server } from '../support/idp1-server.ts';
@@ -21,9 +22,7 @@ const carried = figures.attackClass(
   'A provider-verified address with characters past U+00FF reaches the backend (GET fast path, POST, WebSocket)',
   'the frontend exited on POST and WebSocket upgrades (Node refuses the header); the fast path sent each character’s low byte (šlice@ as alice@): UTF-8 bytes now',
 );
-/** Errors nothing caught in this process: in the frontend's own process each would have ended it. */
-const uncaught: string[] = [];
-process.on('uncaughtExceptionMonitor', (err) => uncaught.push(err.message));
+const uncaught = uncaughtErrors();
 
 const ADDRESSES = ['šlice@example.com', '例え@example.com', 'ü@bücher.example.com'];
 let idp1: Idp1Server;

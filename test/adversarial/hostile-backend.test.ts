@@ -4,6 +4,7 @@ import { listenHandler, type RunningListener } from '../../agent/backends/listen
 import { createLogger } from '../../lib/logger.ts';
 import { startEchoBackend, type EchoBackend } from '../support/backend.ts';
 import { suiteFigures } from '../support/figures.ts';
+import { uncaughtErrors } from '../support/uncaught.ts';
 import { UNREACHABLE_IDP1, startTestFrontend, type TestFrontend } from '../support/frontend.ts';
 import { request } from '../support/raw-http.ts';
 import { startScriptedBackend, type ScriptedBackend } from '../support/scripted-backend.ts';
@@ -29,9 +30,7 @@ const refused = figures.attackClass(
   'the frontend (or agent) exited on the uncaught writeHead error: 502 now',
 );
 
-/** Errors nothing caught in this process: in the frontend's own process each would have ended it. */
-const uncaught: string[] = [];
-process.on('uncaughtExceptionMonitor', (err) => uncaught.push(err.message));
+const uncaught = uncaughtErrors();
 
 let hostileHead = '';
 let hostile: ScriptedBackend;
