@@ -62,9 +62,10 @@ export async function startAgentPage(options: AgentPageOptions): Promise<Running
   ];
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const url = new URL(req.url ?? '/', 'http://page');
     const refusedHost = origin.refuseHost(req);
     if (refusedHost) return sendText(res, 421, `refused: ${refusedHost}`);
+    const url = pageUrl(req.url);
+    if (!url) return sendText(res, 400, 'refused: the request target is not a path of this page');
     if (assets.handle(req, res, url.pathname)) return;
     const cookie = req.method === 'GET' ? secret.admit(url) : undefined;
     if (cookie) return redirect(res, url.pathname, cookie);
@@ -104,6 +105,19 @@ export async function startAgentPage(options: AgentPageOptions): Promise<Running
       await closeServer(server);
     },
   };
+}
+
+/**
+ * The request target as a URL, or undefined when it is none: `new URL('//', base)` throws (an empty
+ * host), and any web page the user opens can send that to the page's well-known loopback port; a
+ * throw here would end `svc serve`.
+ */
+function pageUrl(target: string | undefined): URL | undefined {
+  try {
+    return new URL(target ?? '/', 'http://page');
+  } catch {
+    return undefined;
+  }
 }
 
 /** After the key was taken: its cookie set, the same path without the key (out of the address bar). */
