@@ -5,6 +5,7 @@ import { errorText } from '../lib/errors.ts';
 import { answerHealth, type Readiness } from '../lib/health.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createServer } from '../lib/node-http.ts';
+import { guardUpgradeSocket } from '../lib/upgrade-socket.ts';
 import { notConfigured, type Body, type Operation } from './api.ts';
 import { apiError, errorBody } from './errors.ts';
 import { isFrontendPath, isRegistryPoll, type FrontendApi } from './frontend-api.ts';
@@ -60,6 +61,7 @@ export function createApiServer(options: ApiServerOptions): Server {
     });
   });
   server.on('upgrade', (req: IncomingMessage, socket, head: Buffer) => {
+    guardUpgradeSocket(socket);
     const path = (req.url ?? '/').split('?')[0];
     if (path === REMOTING_PATH && options.hub) return options.hub.handleUpgrade(req, socket, head);
     if (options.onUpgrade?.(req, socket, head)) return;

@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { answerHealth } from '../lib/health.ts';
+import { guardUpgradeSocket } from '../lib/upgrade-socket.ts';
 import type { FrontendParts } from './frontend-parts.ts';
 import { hostnameOf, shareHostOf } from './host-routing.ts';
 import { sendPage } from './pages.ts';
@@ -68,6 +69,7 @@ export function attachRouter(
   const serve = answeringErrors((req, res) => routeRequest(parts, req, res), parts.log);
   server.on('request', (req: IncomingMessage, res: ServerResponse) => inTurn(req, res, () => serve(req, res)));
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    guardUpgradeSocket(socket);
     if (!hostnameOf(req)) return rejectUpgrade(socket, 400);
     const routed = shareHostOf(req, parts.routing);
     if (!routed && onUpgrade?.(req, socket, head)) return;

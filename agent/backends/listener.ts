@@ -1,6 +1,7 @@
 import { createServer } from '../../lib/node-http.ts';
 import type { Server as NetServer, Socket } from 'node:net';
 import { listen, portOf, type ListenAddress } from '../../lib/listen.ts';
+import { guardUpgradeSocket } from '../../lib/upgrade-socket.ts';
 import type { BackendHandler } from './types.ts';
 
 export interface RunningListener {
@@ -16,6 +17,7 @@ export interface RunningListener {
 export async function listenHandler(handler: BackendHandler, address: ListenAddress): Promise<RunningListener> {
   const server = createServer((req, res) => handler.request(req, res));
   server.on('upgrade', (req, socket, head) => {
+    guardUpgradeSocket(socket);
     if (handler.upgrade) handler.upgrade(req, socket, head);
     else socket.destroy();
   });
