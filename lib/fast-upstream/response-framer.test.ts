@@ -102,6 +102,8 @@ describe('ResponseFramer', () => {
     ['a space before the colon', 'HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok'],
     ['an unasked-for 101', 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n'],
     ['a malformed status line', 'HTTP/2 200 OK\r\n\r\n'],
+    ['a status below 100', 'HTTP/1.1 099 Odd\r\nContent-Length: 2\r\n\r\nok'],
+    ['status 000', 'HTTP/1.1 000 Odd\r\nContent-Length: 2\r\n\r\nok'],
     ['a chunk size that is not hex', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n'],
     ['chunk data longer than its size', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n'],
     ['whitespace after a chunk size', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3 ;a\r\nabc\r\n'],

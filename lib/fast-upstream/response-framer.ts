@@ -227,6 +227,8 @@ export class ResponseFramer {
     if (!matchesAt(STATUS_LINE, text, 0)) throw new BackendProtocolError('malformed status line');
     const status = digit(text, 9) * 100 + digit(text, 10) * 10 + digit(text, 11);
     if (status === 101) throw new BackendProtocolError('101 Switching Protocols without an upgrade');
+    // Not an interim response to skip: no status class at all (Node's path refuses it too).
+    if (status < 100) throw new BackendProtocolError(`status ${status}`);
     const scan = this.scanHeaders(text, STATUS_LINE.lastIndex);
     if (status < 200) return 'interim';
     return { text: this.frameBody(status, text, scan) };
