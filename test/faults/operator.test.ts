@@ -54,8 +54,9 @@ describe('watch expiry', () => {
       await cp.restartApiServer();
       await mergePatch(cp, paths.share('old'), { spec: { target: 'http://two.default.svc' } });
       await createShare(cp, 'new', { backendMode: 'proxy', target: 'http://three.default.svc' });
-      await readyShare(cp, 'old', 2);
-      await readyShare(cp, 'new', 1);
+      // After the restart the operator's watches first meet 410 Gone and relist (with backoff).
+      await readyShare(cp, 'old', 2, 60_000);
+      await readyShare(cp, 'new', 1, 60_000);
       const gone = (await op.metrics.total('watchRestarts', { reason: 'gone' })) - goneBefore;
       expect(gone).toBeGreaterThanOrEqual(1);
       figures.fault({

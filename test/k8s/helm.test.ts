@@ -522,7 +522,7 @@ describe('helm install into the real API server', () => {
       operator.kill('SIGTERM');
       await new Promise((resolve) => operator.once('exit', resolve));
     }
-  });
+  }, 90_000);
 
   it('uninstalls the release but keeps the CRDs (and so every Share)', async () => {
     const out = await helm('uninstall', RELEASE, '-n', RELEASE_NS, '--kubeconfig', cp.kubeconfigPath);

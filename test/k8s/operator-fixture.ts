@@ -189,8 +189,16 @@ export async function markAvailable(cp: ControlPlane, deploymentName: string, ns
   });
 }
 
-/** Waits for the Share to be Ready (at `generation`), reporting its pod available meanwhile. */
-export async function readyShare(cp: ControlPlane, name: string, generation?: number): Promise<Obj> {
+/**
+ * Waits for the Share to be Ready (at `generation`), reporting its pod available meanwhile;
+ * `timeoutMs` longer where the operator first has to notice a lost watch and relist.
+ */
+export async function readyShare(
+  cp: ControlPlane,
+  name: string,
+  generation?: number,
+  timeoutMs?: number,
+): Promise<Obj> {
   return await eventually(
     async () => {
       await markAvailable(cp, `svc-share-${name}`);
@@ -201,6 +209,7 @@ export async function readyShare(cp: ControlPlane, name: string, generation?: nu
       return s;
     },
     `Share ${name} Ready${generation ? ` at generation ${generation}` : ''}`,
+    timeoutMs,
   );
 }
 
