@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAccessClient, type RunningAccessClient } from '../../agent/tunnel/access-client.ts';
 import { startTunnel } from '../../agent/tunnel/tunnel-client.ts';
 import { createLogger } from '../../lib/logger.ts';
-import type { PublishedShare, ShareDirectory } from '../../lib/tunnel/directory.ts';
+import type { PublishedShare } from '../../lib/tunnel/directory.ts';
 import { ACCESS_PATH, DEFAULT_TUNNEL_LIMITS, ROUTE_HEADER, TUNNEL_PATH, tunnelUrl } from '../../lib/tunnel/protocol.ts';
 import { tcpStreamHeaders } from '../../lib/tunnel/tcp-relay.ts';
 import { PeerSessions } from '../../sidecar/tunnel/peer-client.ts';
@@ -14,6 +14,8 @@ import { request } from '../support/raw-http.ts';
 import { startRawAgent } from '../support/raw-agent.ts';
 import {
   malloryAndAlice,
+  mapDirectory,
+  publishedShare,
   startTunnelFrontendWithPeer,
   type TunnelFrontendWithPeer,
 } from '../support/tunnel-frontend.ts';
@@ -29,24 +31,13 @@ import { until } from '../support/until.ts';
  */
 const DOMAIN = 'hostile.localhost';
 const { tokens: TOKENS, identities: IDENTITIES } = malloryAndAlice();
-const share = (
-  token: string,
-  envZId: string,
-  accountId: string,
-  shareMode: 'public' | 'private',
-  backendMode: 'proxy' | 'tcp',
-): PublishedShare => ({ token, instance: `${token}-1`, envZId, accountId, shareMode, backendMode });
 const SHARES: Record<string, PublishedShare> = {
-  priv: share('priv', 'mmmmmmmmmmmm', 'mallory', 'private', 'proxy'),
-  tcpdb: share('tcpdb', 'mmmmmmmmmmmm', 'mallory', 'private', 'tcp'),
-  mpub: share('mpub', 'mmmmmmmmmmmm', 'mallory', 'public', 'proxy'),
-  alicepub: share('alicepub', 'aaaaaaaaaaaa', 'alice', 'public', 'proxy'),
+  priv: publishedShare('priv', 'mmmmmmmmmmmm', 'mallory', 'private', 'proxy'),
+  tcpdb: publishedShare('tcpdb', 'mmmmmmmmmmmm', 'mallory', 'private', 'tcp'),
+  mpub: publishedShare('mpub', 'mmmmmmmmmmmm', 'mallory', 'public', 'proxy'),
+  alicepub: publishedShare('alicepub', 'aaaaaaaaaaaa', 'alice', 'public', 'proxy'),
 };
-const directory: ShareDirectory = {
-  lookup: (token) => SHARES[token],
-  authenticate: (token) => Promise.resolve(IDENTITIES[token]),
-  onRevoked: () => () => undefined,
-};
+const directory = mapDirectory(SHARES, IDENTITIES);
 const PEER_CREDENTIAL = 'hostile-agent-test-replica-credential-0123456789';
 const HOSTILE_STATUSES = ['600', '999'];
 
@@ -177,7 +168,7 @@ it("a backend's status HTTP/2 cannot carry: the agent answers 502 and keeps serv
   closers.push(() => odd.close());
   const bob = 'svcv_bbbbbbbbbbbb_secret-of-environment-b-0123456789abcdefghijk';
   IDENTITIES[bob] = { envZId: 'bbbbbbbbbbbb', accountId: 'bob' };
-  SHARES.bobpub = share('bobpub', 'bbbbbbbbbbbb', 'bob', 'public', 'proxy');
+  SHARES.bobpub = publishedShare('bobpub', 'bbbbbbbbbbbb', 'bob', 'public', 'proxy');
   const agent = startTunnel({
     url: tunnelUrl(`http://127.0.0.1:${installation.frontend.port}`, TUNNEL_PATH),
     token: bob,

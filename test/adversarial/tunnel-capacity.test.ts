@@ -7,7 +7,7 @@ import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAccessClient, type RunningAccessClient } from '../../agent/tunnel/access-client.ts';
 import { createLogger } from '../../lib/logger.ts';
-import type { PublishedShare, ShareDirectory } from '../../lib/tunnel/directory.ts';
+import type { PublishedShare } from '../../lib/tunnel/directory.ts';
 import {
   ACCESS_PATH,
   DEFAULT_TUNNEL_LIMITS,
@@ -22,6 +22,8 @@ import { suiteFigures } from '../support/figures.ts';
 import { request } from '../support/raw-http.ts';
 import {
   malloryAndAlice,
+  mapDirectory,
+  publishedShare,
   startTunnelFrontendWithPeer,
   type TunnelFrontendWithPeer,
 } from '../support/tunnel-frontend.ts';
@@ -38,14 +40,8 @@ import { until } from '../support/until.ts';
  */
 const DOMAIN = 'capacity.localhost';
 const { tokens: TOKENS, identities: IDENTITIES } = malloryAndAlice();
-const share = (token: string, envZId: string, accountId: string, mode: 'public' | 'private'): PublishedShare => ({
-  token,
-  instance: `${token}-1`,
-  envZId,
-  accountId,
-  shareMode: mode,
-  backendMode: 'proxy',
-});
+const share = (token: string, envZId: string, accountId: string, mode: 'public' | 'private') =>
+  publishedShare(token, envZId, accountId, mode);
 const SHARES: Record<string, PublishedShare> = {
   big1: share('big1', 'mmmmmmmmmmmm', 'mallory', 'public'),
   big2: share('big2', 'mmmmmmmmmmmm', 'mallory', 'public'),
@@ -55,11 +51,7 @@ const SHARES: Record<string, PublishedShare> = {
   big3: share('big3', 'nnnnnnnnnnnn', 'mallory', 'public'),
   alicepub: share('alicepub', 'aaaaaaaaaaaa', 'alice', 'public'),
 };
-const directory: ShareDirectory = {
-  lookup: (token) => SHARES[token],
-  authenticate: (token) => Promise.resolve(IDENTITIES[token]),
-  onRevoked: () => () => undefined,
-};
+const directory = mapDirectory(SHARES, IDENTITIES);
 /** Small enough to measure on a shared machine; the shape of the defaults (share < tunnel, account < tunnels). */
 const LIMITS: TunnelLimits = {
   ...DEFAULT_TUNNEL_LIMITS,

@@ -63,6 +63,32 @@ export function malloryAndAlice() {
   return { tokens, identities };
 }
 
+/** A share as the controller's registry publishes it (its instance named after its token). */
+export function publishedShare(
+  token: string,
+  envZId: string,
+  accountId: string,
+  shareMode: 'public' | 'private',
+  backendMode: 'proxy' | 'tcp' = 'proxy',
+): PublishedShare {
+  return { token, instance: `${token}-1`, envZId, accountId, shareMode, backendMode };
+}
+
+/**
+ * A directory over `shares` and `identities`, read at each lookup (a test may add to them later);
+ * nothing is ever revoked.
+ */
+export function mapDirectory(
+  shares: Record<string, PublishedShare>,
+  identities: Record<string, EnvironmentIdentity>,
+): ShareDirectory {
+  return {
+    lookup: (token) => shares[token],
+    authenticate: (token) => Promise.resolve(identities[token]),
+    onRevoked: () => () => undefined,
+  };
+}
+
 /**
  * `startTunnelFrontend` plus the replica peer listener (127.0.0.1:0, `credential`) forwarding into
  * the tunnels this frontend holds, as the replica holding a tunnel serves the others' streams.
